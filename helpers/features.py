@@ -87,7 +87,11 @@ def _as_list(value: Any) -> list[Any]:
     """A scalar becomes a one-element list; lists, tuples and arrays are flattened."""
     value = _unwrap_tensor(value)
     if isinstance(value, np.ndarray):
-        return list(value.reshape(-1)) if value.ndim else [value.item() if value.dtype.kind != "S" else value.tobytes()]
+        return (
+            list(value.reshape(-1))
+            if value.ndim
+            else [value.item() if value.dtype.kind != "S" else value.tobytes()]
+        )
     if isinstance(value, (bytes, bytearray, str)):
         return [value]
     if isinstance(value, Iterable) and not isinstance(value, Mapping):
@@ -125,7 +129,9 @@ def _to_int(value: Any, name: str | None) -> int:
             "if an integer is really meant"
         )
     if not isinstance(value, (int, np.integer)):
-        raise FeatureTypeError(f"{_name(name)}: cannot store {type(value).__name__} in an Int64List")
+        raise FeatureTypeError(
+            f"{_name(name)}: cannot store {type(value).__name__} in an Int64List"
+        )
     value = int(value)
     if not INT64_MIN <= value <= INT64_MAX:
         raise FeatureTypeError(
@@ -139,7 +145,9 @@ def _to_float(value: Any, name: str | None, strict: bool) -> float:
     value = _unwrap_tensor(value)
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value.item()
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+        value, (int, float, np.integer, np.floating)
+    ):
         raise FeatureTypeError(f"{_name(name)}: cannot store {type(value).__name__} in a FloatList")
     value = float(value)
     if strict and np.isfinite(value) and float(np.float32(value)) != value:
@@ -160,7 +168,9 @@ def bytes_feature(value: Any, name: str | None = None) -> Feature:
     Returns:
       ``tf.train.Feature(bytes_list=...)``.
     """
-    return Feature(bytes_list=feature_pb2.BytesList(value=[_to_bytes(v, name) for v in _as_list(value)]))
+    return Feature(
+        bytes_list=feature_pb2.BytesList(value=[_to_bytes(v, name) for v in _as_list(value)])
+    )
 
 
 def int64_feature(value: Any, name: str | None = None) -> Feature:
@@ -176,7 +186,9 @@ def int64_feature(value: Any, name: str | None = None) -> Feature:
     Raises:
       FeatureTypeError: a float, or an integer outside int64 (e.g. uint64 2**64-1).
     """
-    return Feature(int64_list=feature_pb2.Int64List(value=[_to_int(v, name) for v in _as_list(value)]))
+    return Feature(
+        int64_list=feature_pb2.Int64List(value=[_to_int(v, name) for v in _as_list(value)])
+    )
 
 
 def float_feature(value: Any, name: str | None = None, strict_float: bool = False) -> Feature:
@@ -191,7 +203,9 @@ def float_feature(value: Any, name: str | None = None, strict_float: bool = Fals
       ``tf.train.Feature(float_list=...)``.
     """
     return Feature(
-        float_list=feature_pb2.FloatList(value=[_to_float(v, name, strict_float) for v in _as_list(value)])
+        float_list=feature_pb2.FloatList(
+            value=[_to_float(v, name, strict_float) for v in _as_list(value)]
+        )
     )
 
 
@@ -215,7 +229,9 @@ def _kind_of(value: Any) -> str:
         return "float_list"
     if isinstance(value, Sequence):
         if not value:
-            raise FeatureTypeError("an empty list has no type: call bytes/int64/float_feature directly")
+            raise FeatureTypeError(
+                "an empty list has no type: call bytes/int64/float_feature directly"
+            )
         kinds = {_kind_of(v) for v in value}
         if kinds == {"int64_list", "float_list"}:
             return "float_list"
@@ -342,7 +358,9 @@ def infer_spec(records: Iterable[bytes | Example], as_tf: bool = True) -> dict[s
                 lengths.setdefault(key, set()).add(0)
                 continue
             if kinds.setdefault(key, kind) != kind:
-                raise ValueError(f"feature {key!r} is {kinds[key]} in one record and {kind} in another")
+                raise ValueError(
+                    f"feature {key!r} is {kinds[key]} in one record and {kind} in another"
+                )
             lengths.setdefault(key, set()).add(len(getattr(feature, kind).value))
     if count == 0:
         raise ValueError("no records to infer a spec from")

@@ -125,7 +125,9 @@ def frame_record(data: bytes) -> bytes:
       ``len(data) + 16`` bytes.
     """
     length = struct.pack("<Q", len(data))
-    return length + struct.pack("<I", masked_crc(length)) + data + struct.pack("<I", masked_crc(data))
+    return (
+        length + struct.pack("<I", masked_crc(length)) + data + struct.pack("<I", masked_crc(data))
+    )
 
 
 def _open(path: str | os.PathLike, mode: str, compression: str | None) -> IO[bytes]:
@@ -197,11 +199,15 @@ def read_records(
             try:
                 header = _read_exact(f, _HEADER.size)
             except (OSError, EOFError, gzip.BadGzipFile) as err:
-                raise RecordError(name, index, offset, f"cannot read ({err}); is the compression right?") from None
+                raise RecordError(
+                    name, index, offset, f"cannot read ({err}); is the compression right?"
+                ) from None
             if not header:
                 return
             if len(header) < _HEADER.size:
-                raise RecordError(name, index, offset, f"truncated header ({len(header)} of 12 bytes)")
+                raise RecordError(
+                    name, index, offset, f"truncated header ({len(header)} of 12 bytes)"
+                )
             length, length_crc = _HEADER.unpack(header)
             if check_crc and masked_crc(header[:8]) != length_crc:
                 hint = ""
@@ -210,12 +216,16 @@ def read_records(
                 raise RecordError(name, index, offset, f"length CRC mismatch{hint}")
             data = _read_exact(f, length)
             if len(data) < length:
-                raise RecordError(name, index, offset, f"truncated data ({len(data)} of {length} bytes)")
+                raise RecordError(
+                    name, index, offset, f"truncated data ({len(data)} of {length} bytes)"
+                )
             footer = _read_exact(f, 4)
             if len(footer) < 4:
                 raise RecordError(name, index, offset, "truncated data CRC")
             if check_crc and masked_crc(data) != _FOOTER.unpack(footer)[0]:
-                raise RecordError(name, index, offset, "data CRC mismatch (the record is corrupted)")
+                raise RecordError(
+                    name, index, offset, "data CRC mismatch (the record is corrupted)"
+                )
             yield data
             index += 1
             offset += length + 16
@@ -274,7 +284,9 @@ def verify(
         for i, data in enumerate(read_records(path, compression=compression)):
             if record_hashes is not None and i < len(record_hashes):
                 if hashlib.sha256(data).hexdigest() != record_hashes[i]:
-                    report.errors.append(f"{path}: record {i}: payload differs from the manifest's sha256")
+                    report.errors.append(
+                        f"{path}: record {i}: payload differs from the manifest's sha256"
+                    )
             report.records += 1
     except RecordError as err:
         report.errors.append(str(err))
@@ -311,7 +323,11 @@ def verify_paths(
         if p.is_dir():
             if manifest is None and (p / "manifest.json").exists():
                 manifest = p / "manifest.json"
-            files.extend(sorted(q for q in p.iterdir() if ".tfrecord" in q.name and not q.name.startswith(".")))
+            files.extend(
+                sorted(
+                    q for q in p.iterdir() if ".tfrecord" in q.name and not q.name.startswith(".")
+                )
+            )
         else:
             files.append(p)
     if manifest is not None:
@@ -324,14 +340,21 @@ def verify_paths(
         seen.add(f.name)
         entry = entries.get(f.name)
         if manifest_data is not None and entry is None:
-            reports.append(ShardReport(str(f), errors=[f"{f}: not listed in the manifest (a stray shard?)"]))
+            reports.append(
+                ShardReport(str(f), errors=[f"{f}: not listed in the manifest (a stray shard?)"])
+            )
             continue
         reports.append(verify(f, entry, compression))
     if manifest_data is not None:
         base = Path(manifest).parent
         for name in entries:
             if name not in seen:
-                reports.append(ShardReport(str(base / name), errors=[f"{base / name}: listed in the manifest but missing"]))
+                reports.append(
+                    ShardReport(
+                        str(base / name),
+                        errors=[f"{base / name}: listed in the manifest but missing"],
+                    )
+                )
     return reports
 
 
@@ -348,7 +371,9 @@ def _describe_value(kind: str | None, values: list[Any]) -> str:
     return "[" + ", ".join(shown) + "]" + more
 
 
-def inspect(path: str | os.PathLike, limit: int = 1, compression: str | None = None) -> dict[str, Any]:
+def inspect(
+    path: str | os.PathLike, limit: int = 1, compression: str | None = None
+) -> dict[str, Any]:
     """Summarise a shard: record count, feature names / kinds / lengths, sample values.
 
     Args:
@@ -397,12 +422,16 @@ def _guess_compression(path: str, given: str | None) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point; returns the exit status."""
-    parser = argparse.ArgumentParser(prog="python -m helpers.records", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m helpers.records", description=__doc__.split("\n\n")[0]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     v = sub.add_parser("verify", help="check every CRC (and the manifest's counts/checksums)")
     v.add_argument("paths", nargs="+", help="shard files or a converter output directory")
     v.add_argument("--manifest", help="manifest.json (default: the one in a given directory)")
-    v.add_argument("--compression", help="GZIP or none (default: from the manifest or the file name)")
+    v.add_argument(
+        "--compression", help="GZIP or none (default: from the manifest or the file name)"
+    )
     i = sub.add_parser("inspect", help="record count, feature names/types and a sample")
     i.add_argument("path")
     i.add_argument("--limit", type=int, default=1, help="sample records to show (default 1)")
@@ -410,7 +439,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.command == "verify":
-        comp = args.compression.upper() if args.compression and args.compression.lower() != "none" else None
+        comp = (
+            args.compression.upper()
+            if args.compression and args.compression.lower() != "none"
+            else None
+        )
         try:
             reports = verify_paths(args.paths, args.manifest, comp)
         except (OSError, json.JSONDecodeError) as err:

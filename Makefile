@@ -1,0 +1,73 @@
+# The course's commands. Every target bootstraps .venv from pyproject.toml when
+# it is missing or older than pyproject.toml (so `git pull` + `make` is enough).
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+# Keep TensorFlow's C++ start-up chatter out of notebooks and test output.
+export TF_CPP_MIN_LOG_LEVEL ?= 2
+export TF_ENABLE_ONEDNN_OPTS ?= 0
+export PYTHONHASHSEED ?= 0
+export MPLBACKEND ?= Agg
+
+SUBMISSIONS ?= submissions
+LESSON      ?= 02
+GRADES      ?= build/grades
+JOBS        ?= 2
+
+.PHONY: help venv course test lint unit nbval lessons lab grade bench fixture clean
+
+help:
+	@echo "make course   - set up .venv and run every lesson (solutions/) with papermill"
+	@echo "make test     - ruff, unit tests, nbval over solutions/, lessons under papermill, grader"
+	@echo "make lab      - start JupyterLab on lessons/"
+	@echo "make lessons  - regenerate lessons/ from solutions/"
+	@echo "make grade SUBMISSIONS=dir LESSON=NN - grade student notebooks into $(GRADES)"
+	@echo "make bench    - converter and pipeline benchmarks (writes bench-results/)"
+	@echo "make fixture  - regenerate data/ deterministically"
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+course: $(STAMP)
+	$(BIN)/python -m helpers.notebooks course --output build/course
+
+lint: $(STAMP)
+	$(BIN)/ruff check helpers tests
+	$(BIN)/ruff format --check helpers tests
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest tests -q -p no:cacheprovider
+
+nbval: $(STAMP)
+	@if ls solutions/*.ipynb >/dev/null 2>&1; then \
+	  $(BIN)/python -m pytest -q -p no:cacheprovider --nbval solutions/ \
+	    --nbval-sanitize-with .nbval-sanitize.cfg --nbval-cell-timeout=300; \
+	else echo "no solution notebooks yet"; fi
+
+test: lint unit nbval
+
+lessons: $(STAMP)
+	$(BIN)/python -m helpers.notebooks lessons
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab lessons/
+
+grade: $(STAMP)
+	$(BIN)/python -m helpers.grading --lesson $(LESSON) --submissions $(SUBMISSIONS) --output $(GRADES) --jobs $(JOBS)
+
+bench: $(STAMP)
+	$(BIN)/python -m helpers.bench --output bench-results
+
+fixture: $(STAMP)
+	$(BIN)/python -m helpers.fixture --output data
+
+clean:
+	rm -rf build bench-results .pytest_cache

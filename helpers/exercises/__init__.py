@@ -1,0 +1,426 @@
+"""Exercise checks shared by the lessons' check cells and the instructor's grader.
+
+Every exercise asks for a function (or an artefact written by a function) so
+that it can be checked on *fresh inputs*:
+
+1. ``make_cases(rng, workdir)`` (runs in the checker's process) draws new
+   inputs: a list of JSON-able keyword dicts; files it needs go in ``workdir``.
+2. The student's function is called on every case (in the student's kernel)
+   and each result is encoded to JSON (:func:`to_jsonable`).
+3. ``verify(case, result)`` (in the checker's process again) raises
+   :class:`CheckFailed` naming what is wrong.
+
+In a notebook, ``check("02.int64_feature")`` does all three in one process and
+prints the verdict. The grader (:mod:`helpers.grading`) does step 1 and 3 in
+its own process and only step 2 in the student's kernel, talking through
+files, so printing "all passed" or patching this module earns nothing.
+
+Exercises live in one module per lesson (``helpers.exercises.lNN``) and
+register themselves with :func:`register`.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib
+import inspect
+import io
+import json
+import math
+import os
+import pkgutil
+import secrets
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "CheckFailed",
+    "Exercise",
+    "check",
+    "exercises_for",
+    "from_jsonable",
+    "get",
+    "kernel_answer",
+    "lessons",
+    "make_cases_file",
+    "progress_table",
+    "register",
+    "run_cases",
+    "to_jsonable",
+    "verify_answers",
+]
+
+
+class CheckFailed(AssertionError):
+    """An exercise check failed; ``str(err)`` says what is wrong and how to fix it."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        self.message = message
+        self.hint = hint
+        super().__init__(message + (f"\nHint: {hint}" if hint else ""))
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One graded exercise.
+
+    Attributes:
+      key: ``"NN.name"``, e.g. ``"02.int64_feature"``.
+      target: the name the student defines in the notebook (a function).
+      title: one line shown in feedback.
+      make_cases: ``(rng, workdir) -> list of JSON-able kwargs dicts``.
+      verify: ``(case, result) -> None``; raises :class:`CheckFailed`.
+      hint: shown when the check fails.
+      points: the exercise's weight in the gradebook.
+      call: ``(func, case) -> result``; default ``func(**case)``. Runs in the kernel.
+      encode: ``result -> JSON-able``; default :func:`to_jsonable`. Runs in the kernel.
+    """
+
+    key: str
+    target: str
+    title: str
+    make_cases: Callable[[np.random.Generator, Path], list[dict[str, Any]]]
+    verify: Callable[[dict[str, Any], Any], None]
+    hint: str
+    points: int = 1
+    call: Callable[[Callable[..., Any], dict[str, Any]], Any] | None = None
+    encode: Callable[[Any], Any] | None = None
+
+    @property
+    def lesson(self) -> str:
+        return self.key.split(".", 1)[0]
+
+
+_REGISTRY: dict[str, Exercise] = {}
+
+
+def register(exercise: Exercise) -> Exercise:
+    """Add an exercise to the registry (keys are unique)."""
+    if exercise.key in _REGISTRY and _REGISTRY[exercise.key] is not exercise:
+        raise ValueError(f"exercise {exercise.key!r} is registered twice")
+    _REGISTRY[exercise.key] = exercise
+    return exercise
+
+
+def lessons() -> list[str]:
+    """Lesson numbers that have exercise modules (``["01", "02", ...]``)."""
+    found = []
+    for mod in pkgutil.iter_modules(__path__):
+        if mod.name.startswith("l") and mod.name[1:].isdigit():
+            found.append(mod.name[1:])
+    return sorted(found)
+
+
+def exercises_for(lesson: str | int) -> list[Exercise]:
+    """The exercises of one lesson, in registration (= notebook) order."""
+    lesson = f"{int(lesson):02d}"
+    try:
+        importlib.import_module(f"{__name__}.l{lesson}")
+    except ModuleNotFoundError as err:
+        if err.name == f"{__name__}.l{lesson}":
+            return []
+        raise
+    return [ex for ex in _REGISTRY.values() if ex.lesson == lesson]
+
+
+def get(key: str) -> Exercise:
+    """Look an exercise up by key, importing its lesson module on demand."""
+    if key not in _REGISTRY:
+        exercises_for(key.split(".", 1)[0])
+    try:
+        return _REGISTRY[key]
+    except KeyError:
+        known = ", ".join(sorted(_REGISTRY)) or "none"
+        raise KeyError(f"no exercise {key!r} (known: {known})") from None
+
+
+# ---------------------------------------------------------------------------
+# JSON codec: what crosses the kernel boundary.
+# ---------------------------------------------------------------------------
+
+
+def to_jsonable(obj: Any, _depth: int = 0) -> Any:
+    """Encode a result as JSON-able data (bytes, arrays, tensors and protobufs included).
+
+    Args:
+      obj: the value a student's function returned.
+
+    Returns:
+      Plain JSON data; :func:`from_jsonable` reverses it.
+
+    Raises:
+      TypeError: a value with no encoding (say what the function should return).
+    """
+    if _depth > 50:
+        raise TypeError("result nested too deeply")
+    if obj is None or isinstance(obj, (bool, str)):
+        return obj
+    if isinstance(obj, int) and not isinstance(obj, bool):
+        return obj
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else {"__float__": repr(obj)}
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        return {"__bytes__": base64.b64encode(bytes(obj)).decode("ascii")}
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    if isinstance(obj, np.generic):
+        return (
+            to_jsonable(obj.item(), _depth + 1)
+            if obj.dtype.kind != "S"
+            else to_jsonable(bytes(obj))
+        )
+    if isinstance(obj, np.ndarray):
+        buf = io.BytesIO()
+        np.save(buf, obj, allow_pickle=False)
+        return {"__ndarray__": base64.b64encode(buf.getvalue()).decode("ascii")}
+    if hasattr(obj, "SerializeToString") and hasattr(obj, "DESCRIPTOR"):
+        return {
+            "__proto__": obj.DESCRIPTOR.full_name,
+            "b64": base64.b64encode(obj.SerializeToString(deterministic=True)).decode("ascii"),
+        }
+    if type(obj).__module__.startswith("tensorflow") and hasattr(obj, "numpy"):
+        return to_jsonable(obj.numpy(), _depth + 1)
+    if hasattr(obj, "to_list") and type(obj).__name__ == "RaggedTensor":
+        return to_jsonable(obj.to_list(), _depth + 1)
+    if isinstance(obj, dict):
+        if not all(isinstance(k, str) for k in obj):
+            raise TypeError("dict keys must be strings")
+        return {"__dict__": {k: to_jsonable(v, _depth + 1) for k, v in obj.items()}}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v, _depth + 1) for v in obj]
+    raise TypeError(f"cannot send a {type(obj).__module__}.{type(obj).__name__} to the checker")
+
+
+def _proto_class(full_name: str) -> Any:
+    from google.protobuf import symbol_database
+
+    import helpers.features  # noqa: F401  (registers tf.train.* messages)
+
+    return symbol_database.Default().GetSymbol(full_name)
+
+
+def from_jsonable(data: Any) -> Any:
+    """Decode what :func:`to_jsonable` produced (protobufs come back as messages when known)."""
+    if isinstance(data, list):
+        return [from_jsonable(v) for v in data]
+    if not isinstance(data, dict):
+        return data
+    if "__bytes__" in data:
+        return base64.b64decode(data["__bytes__"])
+    if "__float__" in data:
+        return float(data["__float__"])
+    if "__ndarray__" in data:
+        return np.load(io.BytesIO(base64.b64decode(data["__ndarray__"])), allow_pickle=False)
+    if "__proto__" in data:
+        raw = base64.b64decode(data["b64"])
+        try:
+            cls = _proto_class(data["__proto__"])
+        except KeyError:
+            return raw
+        msg = cls()
+        msg.ParseFromString(raw)
+        return msg
+    if "__dict__" in data:
+        return {k: from_jsonable(v) for k, v in data["__dict__"].items()}
+    return {k: from_jsonable(v) for k, v in data.items()}
+
+
+# ---------------------------------------------------------------------------
+# Running and verifying.
+# ---------------------------------------------------------------------------
+
+
+def run_cases(exercise: Exercise, func: Any, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Call the student's function on every case (kernel side) and encode the results.
+
+    Returns:
+      One ``{"ok": json}`` or ``{"error": "ExcType: message"}`` per case.
+    """
+    answers: list[dict[str, Any]] = []
+    for case in cases:
+        try:
+            if not callable(func):
+                raise TypeError(f"{exercise.target} is not a function (got {type(func).__name__})")
+            result = exercise.call(func, dict(case)) if exercise.call else func(**case)
+            encoded = (exercise.encode or to_jsonable)(result)
+            json.dumps(encoded)
+            answers.append({"ok": encoded})
+        except NotImplementedError:
+            answers.append({"error": "NotImplementedError: the exercise is not done yet"})
+        except Exception as err:  # noqa: BLE001 - everything the student's code raises is feedback
+            tb = traceback.extract_tb(err.__traceback__)
+            where = f" (line {tb[-1].lineno} of {Path(tb[-1].filename).name})" if tb else ""
+            answers.append({"error": f"{type(err).__name__}: {err}{where}"[:2000]})
+    return answers
+
+
+def verify_answers(
+    exercise: Exercise, cases: list[dict[str, Any]], answers: list[dict[str, Any]]
+) -> tuple[bool, str]:
+    """Verify encoded answers in the checker's process.
+
+    Returns:
+      ``(passed, detail)``; ``detail`` names the first failing case and the hint.
+    """
+    if len(answers) != len(cases):
+        return False, f"expected {len(cases)} answers, got {len(answers)}"
+    for i, (case, answer) in enumerate(zip(cases, answers, strict=True)):
+        label = f"case {i + 1} of {len(cases)}"
+        if not isinstance(answer, dict) or ("ok" not in answer and "error" not in answer):
+            return False, f"{label}: malformed answer"
+        if "error" in answer:
+            return False, f"{label}: your function raised {answer['error']}"
+        try:
+            exercise.verify(case, from_jsonable(answer["ok"]))
+        except CheckFailed as err:
+            hint = err.hint or exercise.hint
+            return False, f"{label}: {err.message}" + (f"\nHint: {hint}" if hint else "")
+        except Exception as err:  # noqa: BLE001 - a verifier choking on odd output is a failure too
+            return (
+                False,
+                f"{label}: the result could not be checked ({type(err).__name__}: {err})\nHint: {exercise.hint}",
+            )
+    return True, f"passed on {len(cases)} fresh cases"
+
+
+def _progress_path() -> Path:
+    return Path(
+        os.environ.get(
+            "TFRECORD_COURSE_PROGRESS", Path.home() / ".tfrecord-course" / "progress.json"
+        )
+    )
+
+
+def _record_progress(key: str, passed: bool) -> None:
+    if os.environ.get("TFRECORD_COURSE_NO_PROGRESS"):
+        return
+    path = _progress_path()
+    try:
+        data = json.loads(path.read_text()) if path.exists() else {}
+        data[key] = {"passed": passed, "when": time.strftime("%Y-%m-%d %H:%M")}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+        tmp.replace(path)
+    except (OSError, ValueError):
+        pass  # progress is a convenience; never fail a check over it
+
+
+def progress_table() -> list[tuple[str, str, str]]:
+    """Every exercise of every lesson with its last recorded status for this learner."""
+    path = _progress_path()
+    try:
+        data = json.loads(path.read_text()) if path.exists() else {}
+    except (OSError, ValueError):
+        data = {}
+    rows = []
+    for lesson in lessons():
+        for ex in exercises_for(lesson):
+            entry = data.get(ex.key)
+            status = "not tried" if entry is None else ("passed" if entry["passed"] else "failing")
+            rows.append((ex.key, ex.title, status))
+    return rows
+
+
+def check(key: str, func: Any = None, seed: int | None = None) -> None:
+    """Check an exercise on fresh inputs, in this process (the notebook's check cell).
+
+    Args:
+      key: the exercise, e.g. ``"02.int64_feature"``.
+      func: the student's function; by default the exercise's target name is
+        looked up in the caller's (the notebook's) globals.
+      seed: fix the inputs (for debugging); fresh random inputs by default.
+
+    Raises:
+      CheckFailed: what is wrong, with a hint.
+    """
+    exercise = get(key)
+    if func is None:
+        caller = inspect.currentframe().f_back  # type: ignore[union-attr]
+        namespace = caller.f_globals if caller else {}
+        if exercise.target not in namespace:
+            raise CheckFailed(
+                f"{exercise.target} is not defined: run the exercise cell first", exercise.hint
+            )
+        func = namespace[exercise.target]
+    rng = np.random.default_rng(secrets.randbits(64) if seed is None else seed)
+    with tempfile.TemporaryDirectory(prefix=f"check-{exercise.key}-") as tmp:
+        cases = exercise.make_cases(rng, Path(tmp))
+        json.dumps(cases)  # cases must cross the kernel boundary in the grader too
+        answers = json.loads(json.dumps(run_cases(exercise, func, cases)))
+        passed, detail = verify_answers(exercise, cases, answers)
+    _record_progress(exercise.key, passed)
+    if not passed:
+        raise CheckFailed(f"{exercise.key} ({exercise.title}): {detail}")
+    print(f"✔ {exercise.key} ({exercise.title}): {detail}")
+
+
+# ---------------------------------------------------------------------------
+# The grader's side of the file protocol.
+# ---------------------------------------------------------------------------
+
+
+def make_cases_file(lesson: str, workdir: Path, seed: int) -> Path:
+    """Draw fresh cases for every exercise of a lesson into ``workdir/cases.json``."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    all_cases = {}
+    for ex in exercises_for(lesson):
+        case_dir = workdir / ex.key.replace(".", "_")
+        case_dir.mkdir(exist_ok=True)
+        all_cases[ex.key] = ex.make_cases(rng, case_dir)
+    path = workdir / "cases.json"
+    path.write_text(json.dumps(all_cases))
+    return path
+
+
+def kernel_answer(key: str, cases_path: str, answers_path: str, namespace: dict[str, Any]) -> None:
+    """Kernel side of grading: answer one exercise's cases into ``answers_path``.
+
+    Args:
+      key: the exercise.
+      cases_path: ``cases.json`` written by :func:`make_cases_file`.
+      answers_path: where to write this exercise's answers (JSON).
+      namespace: the notebook's globals (where the student's function lives).
+    """
+    exercise = get(key)
+    cases = json.loads(Path(cases_path).read_text())[key]
+    func = namespace.get(exercise.target)
+    if func is None:
+        answers = [{"error": f"NameError: {exercise.target} is not defined"}] * len(cases)
+    else:
+        answers = run_cases(exercise, func, cases)
+    Path(answers_path).write_text(json.dumps(answers))
+
+
+def _main() -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m helpers.exercises",
+        description="Your progress through the course's exercises.",
+    )
+    parser.add_argument(
+        "command",
+        choices=["progress", "list"],
+        help="progress: your status per exercise; list: all exercises",
+    )
+    args = parser.parse_args()
+    rows = progress_table()
+    if args.command == "list":
+        for key, title, _ in rows:
+            print(f"{key:<32} {title}")
+        return 0
+    passed = sum(1 for r in rows if r[2] == "passed")
+    for key, title, status in rows:
+        mark = {"passed": "✔", "failing": "✘"}.get(status, "·")
+        print(f"{mark} {key:<32} {status:<10} {title}")
+    print(f"{passed} of {len(rows)} exercises passed")
+    return 0

@@ -1,0 +1,316 @@
+"""Notebook tooling: one formatter, the lesson generator and the course runner.
+
+``solutions/NN_slug.ipynb`` is the source of truth. An exercise cell holds::
+
+    def to_feature(value):
+        ### BEGIN SOLUTION
+        ...
+        ### END SOLUTION
+
+and the student copy in ``lessons/`` gets ``# YOUR CODE HERE`` +
+``raise NotImplementedError()`` in its place, no outputs and no execution
+counts. Exercise cells and the check cells after them (cells whose code
+calls ``check(...)``) are tagged ``raises-exception`` in the student copy so
+the blank lesson still runs top to bottom under papermill.
+
+CLI::
+
+    python -m helpers.notebooks lessons [--check]     # regenerate lessons/ (or fail if stale)
+    python -m helpers.notebooks format [PATH...]      # rewrite solutions with the formatter
+    python -m helpers.notebooks course [--output build/course] [-p name value]...
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = ROOT / "solutions"
+LESSONS = ROOT / "lessons"
+
+BEGIN = "### BEGIN SOLUTION"
+END = "### END SOLUTION"
+STUB = ["# YOUR CODE HERE", "raise NotImplementedError()"]
+EXERCISE_TAG = "exercise"
+CHECK_TAG = "check"
+_CHECK_CALL = re.compile(r"^\s*check\(", re.MULTILINE)
+
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+
+
+def _source(cell: Any) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def is_exercise_cell(cell: Any) -> bool:
+    """A code cell holding a ``### BEGIN SOLUTION`` block."""
+    return cell.get("cell_type") == "code" and BEGIN in _source(cell)
+
+
+def is_check_cell(cell: Any) -> bool:
+    """A code cell that calls ``check(...)`` at the start of a line."""
+    return cell.get("cell_type") == "code" and bool(_CHECK_CALL.search(_source(cell)))
+
+
+def strip_solutions(source: str) -> str:
+    """Replace every ``BEGIN/END SOLUTION`` block by the stub, keeping its indentation.
+
+    Raises:
+      ValueError: an unbalanced block (BEGIN without END or the reverse).
+    """
+    out: list[str] = []
+    inside = False
+    for line in source.split("\n"):
+        stripped = line.strip()
+        if stripped == BEGIN:
+            if inside:
+                raise ValueError("nested ### BEGIN SOLUTION")
+            inside = True
+            indent = line[: len(line) - len(line.lstrip())]
+            out.extend(indent + s for s in STUB)
+        elif stripped == END:
+            if not inside:
+                raise ValueError("### END SOLUTION without BEGIN")
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise ValueError("### BEGIN SOLUTION without END")
+    return "\n".join(out)
+
+
+def _tags(cell: Any) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
+def _set_tags(cell: Any, tags: list[str]) -> None:
+    tags = sorted(set(tags))
+    if tags:
+        cell.setdefault("metadata", {})["tags"] = tags
+    else:
+        cell.get("metadata", {}).pop("tags", None)
+
+
+def normalise(nb: Any, keep_outputs: bool) -> Any:
+    """Stable metadata, ids and (for lessons) no outputs; tags exercise/check cells."""
+    nb.metadata = {
+        "kernelspec": dict(KERNELSPEC),
+        "language_info": {"name": "python"},
+    }
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"c{i:03d}"
+        meta = cell.get("metadata", {})
+        for key in ("execution", "collapsed", "scrolled", "jupyter", "ExecuteTime", "papermill"):
+            meta.pop(key, None)
+        cell["metadata"] = meta
+        if cell.get("cell_type") != "code":
+            continue
+        tags = [t for t in _tags(cell) if t not in ("injected-parameters",)]
+        if is_exercise_cell(cell):
+            tags.append(EXERCISE_TAG)
+        if is_check_cell(cell):
+            tags.append(CHECK_TAG)
+        _set_tags(cell, tags)
+        if not keep_outputs:
+            cell["outputs"] = []
+            cell["execution_count"] = None
+        else:
+            for out in cell.get("outputs", []):
+                if out.get("output_type") == "execute_result":
+                    out["execution_count"] = cell.get("execution_count")
+                out.get("metadata", {}).pop("papermill", None)
+    return nb
+
+
+def format_notebook(nb: Any) -> str:
+    """The one serialisation every notebook in the repo uses (sorted keys, indent 1)."""
+    nbformat.validate(nb)
+    return json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+
+
+def make_lesson(solution: Any) -> Any:
+    """The student copy of a solution notebook.
+
+    Args:
+      solution: the solution notebook (nbformat node).
+
+    Returns:
+      A new notebook: solution blocks stubbed, no outputs, exercise and check
+      cells tagged ``raises-exception`` (so papermill runs the blank lesson).
+    """
+    lesson = nbformat.from_dict(json.loads(json.dumps(solution)))
+    for cell in lesson.cells:
+        if cell.get("cell_type") != "code":
+            continue
+        exercise, checker = is_exercise_cell(cell), is_check_cell(cell)
+        if exercise:
+            cell["source"] = strip_solutions(_source(cell))
+        tags = _tags(cell)
+        if exercise or checker:
+            tags.append("raises-exception")
+        _set_tags(cell, tags)
+    return normalise(lesson, keep_outputs=False)
+
+
+def read(path: Path) -> Any:
+    return nbformat.read(str(path), as_version=4)
+
+
+def write_lessons(check: bool = False) -> list[str]:
+    """Regenerate ``lessons/`` from ``solutions/``.
+
+    Args:
+      check: do not write; report what is stale instead.
+
+    Returns:
+      The names of lessons that were (or, with ``check``, would be) rewritten
+      or removed.
+    """
+    LESSONS.mkdir(exist_ok=True)
+    changed = []
+    wanted = set()
+    for sol in sorted(SOLUTIONS.glob("[0-9][0-9]_*.ipynb")):
+        wanted.add(sol.name)
+        text = format_notebook(make_lesson(read(sol)))
+        target = LESSONS / sol.name
+        if not target.exists() or target.read_text() != text:
+            changed.append(sol.name)
+            if not check:
+                target.write_text(text)
+    for stale in sorted(LESSONS.glob("*.ipynb")):
+        if stale.name not in wanted:
+            changed.append(stale.name)
+            if not check:
+                stale.unlink()
+    return changed
+
+
+def format_solutions(paths: list[Path] | None = None) -> list[str]:
+    """Rewrite solution notebooks with the formatter (outputs kept)."""
+    changed = []
+    for path in paths or sorted(SOLUTIONS.glob("*.ipynb")):
+        text = format_notebook(normalise(read(path), keep_outputs=True))
+        if path.read_text() != text:
+            path.write_text(text)
+            changed.append(path.name)
+    return changed
+
+
+def run_notebook(
+    source: Path, output: Path, parameters: dict[str, Any] | None = None, timeout: int = 600
+) -> tuple[str, float, str]:
+    """Execute one notebook with papermill.
+
+    Returns:
+      ``(status, seconds, detail)`` with status ``"ok"`` or ``"failed"``.
+    """
+    import papermill as pm
+
+    output.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    try:
+        pm.execute_notebook(
+            str(source),
+            str(output),
+            parameters=parameters or {},
+            kernel_name="python3",
+            cwd=str(source.parent),
+            progress_bar=False,
+            execution_timeout=timeout,
+            log_output=False,
+        )
+        return "ok", time.perf_counter() - start, ""
+    except Exception as err:  # noqa: BLE001 - a failing lesson is reported, the run goes on
+        first = str(err).strip().splitlines()
+        detail = next((ln for ln in reversed(first) if ln.strip()), type(err).__name__)
+        return "failed", time.perf_counter() - start, detail[:200]
+
+
+def run_course(output: Path, parameters: dict[str, Any] | None = None, pattern: str = "*") -> int:
+    """Execute every solution notebook into ``output`` and print a table.
+
+    Returns:
+      The number of lessons that failed.
+    """
+    notebooks = sorted(SOLUTIONS.glob(f"[0-9][0-9]_{pattern}.ipynb"))
+    if not notebooks:
+        print("No lessons in solutions/ yet: nothing to run.")
+        return 0
+    rows = []
+    for nb in notebooks:
+        print(f"running {nb.name} ...", flush=True)
+        status, seconds, detail = run_notebook(nb, output / nb.name, parameters)
+        rows.append((nb.stem, status, seconds, detail))
+    width = max(len(r[0]) for r in rows)
+    print(f"\n{'lesson':<{width}}  status   seconds")
+    for name, status, seconds, detail in rows:
+        print(f"{name:<{width}}  {status:<7} {seconds:8.1f}  {detail}")
+    failed = sum(r[1] != "ok" for r in rows)
+    print(f"{len(rows) - failed} of {len(rows)} lessons ran; executed copies in {output}")
+    return failed
+
+
+def _parse_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m helpers.notebooks", description=__doc__.split("\n\n")[0]
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    les = sub.add_parser("lessons", help="regenerate lessons/ from solutions/")
+    les.add_argument(
+        "--check", action="store_true", help="fail (exit 1) if lessons/ is stale instead of writing"
+    )
+    fmt = sub.add_parser("format", help="rewrite solution notebooks with the formatter")
+    fmt.add_argument("paths", nargs="*", type=Path)
+    course = sub.add_parser(
+        "course", help="execute every solution with papermill and print a table"
+    )
+    course.add_argument("--output", type=Path, default=ROOT / "build" / "course")
+    course.add_argument(
+        "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE")
+    )
+    course.add_argument(
+        "--lessons", default="*", help="glob on the slug, e.g. 'why*' (default: all)"
+    )
+    args = parser.parse_args(argv)
+
+    if args.command == "lessons":
+        changed = write_lessons(check=args.check)
+        if args.check:
+            if changed:
+                print(
+                    "lessons/ is stale for: " + ", ".join(changed) + " (run `make lessons`)",
+                    file=sys.stderr,
+                )
+                return 1
+            print("lessons/ is up to date")
+            return 0
+        print("regenerated: " + (", ".join(changed) if changed else "nothing (up to date)"))
+        return 0
+    if args.command == "format":
+        changed = format_solutions(args.paths or None)
+        print("formatted: " + (", ".join(changed) if changed else "nothing to change"))
+        return 0
+    params = {name: _parse_value(value) for name, value in args.parameter}
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    return 1 if run_course(args.output, params, args.lessons) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""The lesson generator, the notebook formatter, and every student lesson under papermill."""
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from helpers import notebooks as nbt
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = sorted((ROOT / "solutions").glob("[0-9][0-9]_*.ipynb"))
+
+
+def _nb(*sources, outputs=True):
+    nb = nbformat.v4.new_notebook()
+    for src in sources:
+        cell = nbformat.v4.new_code_cell(src)
+        if outputs:
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="hi\n")]
+            cell.execution_count = 1
+        nb.cells.append(cell)
+    return nb
+
+
+def test_strip_solutions_keeps_indentation_and_code_outside():
+    src = "def f(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION\n\nprint(f)"
+    out = nbt.strip_solutions(src)
+    assert out == "def f(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()\n\nprint(f)"
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "### BEGIN SOLUTION\nx = 1",
+        "x = 1\n### END SOLUTION",
+        "### BEGIN SOLUTION\n### BEGIN SOLUTION",
+    ],
+)
+def test_unbalanced_solution_blocks_are_refused(src):
+    with pytest.raises(ValueError, match="SOLUTION"):
+        nbt.strip_solutions(src)
+
+
+def test_make_lesson_stubs_tags_and_clears():
+    sol = _nb(
+        "import numpy as np",
+        "def f(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION",
+        "check('01.f')",
+    )
+    lesson = nbt.make_lesson(sol)
+    assert all(c.outputs == [] and c.execution_count is None for c in lesson.cells)
+    assert "return 2 * x" not in lesson.cells[1].source
+    assert "raise NotImplementedError()" in lesson.cells[1].source
+    assert "raises-exception" in lesson.cells[1].metadata.tags
+    assert "raises-exception" in lesson.cells[2].metadata.tags
+    assert "tags" not in lesson.cells[0].metadata
+    # the solution notebook passed in is not modified
+    assert "return 2 * x" in sol.cells[1].source
+
+
+def test_format_is_stable():
+    nb = nbt.normalise(_nb("x = 1", "y = 2"), keep_outputs=True)
+    once = nbt.format_notebook(nb)
+    twice = nbt.format_notebook(
+        nbt.normalise(nbformat.reads(once, as_version=4), keep_outputs=True)
+    )
+    assert once == twice
+    assert json.loads(once)["metadata"]["kernelspec"]["name"] == "python3"
+
+
+def test_lessons_are_not_stale():
+    stale = nbt.write_lessons(check=True)
+    assert not stale, f"lessons/ is stale for {stale}: run `make lessons`"
+
+
+def test_solutions_are_formatted_and_have_outputs():
+    for path in SOLUTIONS:
+        nb = nbt.read(path)
+        text = nbt.format_notebook(nbt.normalise(nbt.read(path), keep_outputs=True))
+        assert path.read_text() == text, (
+            f"{path.name} is not formatted: python -m helpers.notebooks format"
+        )
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert any(c.outputs for c in code), f"{path.name} has no outputs for nbval to compare"
+
+
+def test_solutions_follow_the_lesson_skeleton():
+    for path in SOLUTIONS:
+        nb = nbt.read(path)
+        text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+        for heading in ("Overview", "Setup", "Summary", "Exercises"):
+            assert f"## {heading}" in text, f"{path.name} lacks a '## {heading}' section"
+        assert any("parameters" in c.metadata.get("tags", []) for c in nb.cells), (
+            f"{path.name} has no cell tagged 'parameters'"
+        )
+        assert sum(nbt.is_exercise_cell(c) for c in nb.cells) >= 3, f"{path.name} has < 3 exercises"
+
+
+@pytest.mark.parametrize("solution", SOLUTIONS, ids=lambda p: p.stem)
+def test_student_lesson_runs_with_only_exercise_cells_raising(solution, tmp_path):
+    """The blank student copy executes top to bottom; only exercise/check cells fail."""
+    import papermill as pm
+
+    lesson = ROOT / "lessons" / solution.name
+    out = tmp_path / solution.name
+    pm.execute_notebook(
+        str(lesson),
+        str(out),
+        kernel_name="python3",
+        cwd=str(lesson.parent),
+        progress_bar=False,
+        execution_timeout=300,
+    )
+    nb = nbformat.read(str(out), as_version=4)
+    failed, unexpected = [], []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        errors = [o for o in cell.outputs if o.get("output_type") == "error"]
+        expected = (
+            nbt.is_exercise_cell(cell)
+            or nbt.is_check_cell(cell)
+            or "raises-exception" in cell.metadata.get("tags", [])
+        )
+        if errors and not expected:
+            unexpected.append(f"cell {i}: {errors[0].get('ename')}: {errors[0].get('evalue')}")
+        if errors:
+            failed.append(i)
+    assert not unexpected, "non-exercise cells failed: " + "; ".join(unexpected)
+    stubs = [
+        i
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code" and "raise NotImplementedError()" in c.source
+    ]
+    assert stubs, "the student copy has no exercise stubs"
+    assert all(i in failed for i in stubs if "def " not in nb.cells[i].source), (
+        "a top-level stub did not raise"
+    )
