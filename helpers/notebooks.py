@@ -16,6 +16,7 @@ the blank lesson still runs top to bottom under papermill.
 CLI::
 
     python -m helpers.notebooks lessons [--check]     # regenerate lessons/ (or fail if stale)
+    python -m helpers.notebooks execute PATH...       # run a solution in place, keep outputs
     python -m helpers.notebooks format [PATH...]      # rewrite solutions with the formatter
     python -m helpers.notebooks course [--output build/course] [-p name value]...
 """
@@ -101,6 +102,31 @@ def _set_tags(cell: Any, tags: list[str]) -> None:
         cell.get("metadata", {}).pop("tags", None)
 
 
+_TF_LOG_LINE = re.compile(
+    r"^(WARNING: All log messages before absl::InitializeLog\(\).*"
+    r"|[IWE]\d{4} [\d:. ]+\s+\d+ \S+:\d+\].*"
+    r"|To enable the following instructions:.*)$"
+)
+
+
+def _clean_outputs(outputs: list[Any]) -> list[Any]:
+    """Drop TensorFlow's C++ start-up lines from stderr (they differ every run)."""
+    kept = []
+    for out in outputs:
+        if out.get("output_type") == "stream" and out.get("name") == "stderr":
+            text = "".join(out.get("text", ""))
+            lines = [
+                ln
+                for ln in text.splitlines(keepends=True)
+                if not _TF_LOG_LINE.match(ln.rstrip("\n"))
+            ]
+            if not "".join(lines).strip():
+                continue
+            out["text"] = "".join(lines)
+        kept.append(out)
+    return kept
+
+
 def normalise(nb: Any, keep_outputs: bool) -> Any:
     """Stable metadata, ids and (for lessons) no outputs; tags exercise/check cells."""
     nb.metadata = {
@@ -125,7 +151,8 @@ def normalise(nb: Any, keep_outputs: bool) -> Any:
             cell["outputs"] = []
             cell["execution_count"] = None
         else:
-            for out in cell.get("outputs", []):
+            cell["outputs"] = _clean_outputs(cell.get("outputs", []))
+            for out in cell["outputs"]:
                 if out.get("output_type") == "execute_result":
                     out["execution_count"] = cell.get("execution_count")
                 out.get("metadata", {}).pop("papermill", None)
@@ -206,6 +233,33 @@ def format_solutions(paths: list[Path] | None = None) -> list[str]:
     return changed
 
 
+def execute_solution(path: Path, timeout: int = 600) -> float:
+    """Execute a solution notebook in place (outputs saved), format it, refresh its lesson.
+
+    Args:
+      path: ``solutions/NN_slug.ipynb``.
+      timeout: per-cell timeout in seconds.
+
+    Returns:
+      Seconds taken. Raises ``nbclient.exceptions.CellExecutionError`` when a
+      cell not tagged ``raises-exception`` fails.
+    """
+    from nbclient import NotebookClient
+
+    nb = read(path)
+    start = time.perf_counter()
+    NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+    ).execute()
+    seconds = time.perf_counter() - start
+    path.write_text(format_notebook(normalise(nb, keep_outputs=True)))
+    write_lessons()
+    return seconds
+
+
 def run_notebook(
     source: Path, output: Path, parameters: dict[str, Any] | None = None, timeout: int = 600
 ) -> tuple[str, float, str]:
@@ -276,6 +330,10 @@ def main(argv: list[str] | None = None) -> int:
     les.add_argument(
         "--check", action="store_true", help="fail (exit 1) if lessons/ is stale instead of writing"
     )
+    exe = sub.add_parser(
+        "execute", help="run solution notebooks in place, save outputs, refresh lessons"
+    )
+    exe.add_argument("paths", nargs="+", type=Path)
     fmt = sub.add_parser("format", help="rewrite solution notebooks with the formatter")
     fmt.add_argument("paths", nargs="*", type=Path)
     course = sub.add_parser(
@@ -302,6 +360,11 @@ def main(argv: list[str] | None = None) -> int:
             print("lessons/ is up to date")
             return 0
         print("regenerated: " + (", ".join(changed) if changed else "nothing (up to date)"))
+        return 0
+    if args.command == "execute":
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        for path in args.paths:
+            print(f"{path.name}: executed in {execute_solution(path):.1f} s")
         return 0
     if args.command == "format":
         changed = format_solutions(args.paths or None)
