@@ -28,6 +28,7 @@ import json
 import os
 import struct
 import sys
+import types
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,7 @@ __all__ = [
     "crc32c_py",
     "frame_record",
     "inspect",
+    "load_features",
     "main",
     "masked_crc",
     "read_records",
@@ -292,8 +294,16 @@ def verify(
         report.errors.append(str(err))
     if expected:
         if "records" in expected and expected["records"] != report.records:
+            hint = ""
+            if not report.errors and report.records < expected["records"]:
+                # TF's reader is silent here: the file simply looks shorter.
+                hint = (
+                    f" (the file ends cleanly after record {report.records - 1}: cut at a "
+                    "record boundary?)"
+                )
             report.errors.append(
-                f"{path}: {report.records} records readable, manifest says {expected['records']}"
+                f"{path}: {report.records} records readable, manifest says "
+                f"{expected['records']}{hint}"
             )
         if "bytes" in expected and expected["bytes"] != report.bytes:
             report.errors.append(f"{path}: {report.bytes} bytes, manifest says {expected['bytes']}")
@@ -371,6 +381,45 @@ def _describe_value(kind: str | None, values: list[Any]) -> str:
     return "[" + ", ".join(shown) + "]" + more
 
 
+def load_features(light: bool = False) -> types.ModuleType:
+    """Import :mod:`helpers.features`, optionally without the TensorFlow runtime.
+
+    ``helpers.features`` needs only TensorFlow's generated protobuf modules
+    (``tensorflow/core/example/*_pb2.py``), but importing them normally runs
+    ``tensorflow/__init__.py``, which costs seconds and hundreds of MB. With
+    ``light=True`` (only for processes that never import TensorFlow itself:
+    converter workers, the ``helpers.records`` / ``helpers.convert`` CLIs) the
+    parent packages ``tensorflow`` and ``tensorflow.core`` are registered as
+    plain namespace modules first, so only the protobuf files load. The bytes
+    produced are identical (same modules, same protobuf runtime); a test in
+    ``tests/test_convert.py`` checks it.
+
+    Args:
+      light: skip ``tensorflow/__init__.py`` if TensorFlow is not imported yet.
+        Never use it in a process that may import TensorFlow later (a notebook):
+        ``import tensorflow`` would then find the placeholder module.
+
+    Returns:
+      The :mod:`helpers.features` module.
+    """
+    if "helpers.features" in sys.modules:
+        return sys.modules["helpers.features"]
+    if light and "tensorflow" not in sys.modules:
+        import importlib.util
+
+        spec = importlib.util.find_spec("tensorflow")
+        locations = list(spec.submodule_search_locations or []) if spec else []
+        if locations:
+            base = locations[0]
+            for name, sub in (("tensorflow", ""), ("tensorflow.core", "core")):
+                module = types.ModuleType(name)
+                module.__path__ = [os.path.join(base, sub) if sub else base]
+                sys.modules[name] = module
+    import helpers.features as features
+
+    return features
+
+
 def inspect(
     path: str | os.PathLike, limit: int = 1, compression: str | None = None
 ) -> dict[str, Any]:
@@ -384,7 +433,8 @@ def inspect(
     Returns:
       ``{"path", "records", "bytes", "features": {name: {"kind", "lengths"}}, "samples": [...]}``.
     """
-    from helpers.features import Example, feature_kind
+    features = load_features(light=_LIGHT)
+    Example, feature_kind = features.Example, features.feature_kind
 
     features: dict[str, dict[str, Any]] = {}
     samples: list[dict[str, str]] = []
@@ -418,6 +468,9 @@ def _guess_compression(path: str, given: str | None) -> str | None:
     if given:
         return None if given.lower() == "none" else given.upper()
     return "GZIP" if path.endswith((".gz", ".gzip")) else None
+
+
+_LIGHT = False  # True when run as ``python -m helpers.records`` (never needs the TF runtime)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -481,4 +534,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    _LIGHT = True
     sys.exit(main())
