@@ -10,7 +10,6 @@ STAMP  := $(VENV)/.installed
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 export TF_ENABLE_ONEDNN_OPTS ?= 0
 export PYTHONHASHSEED ?= 0
-export MPLBACKEND ?= Agg
 
 SUBMISSIONS ?= submissions
 LESSON      ?= 02
