@@ -127,8 +127,9 @@ def frame_record(data: bytes) -> bytes:
       ``len(data) + 16`` bytes.
     """
     length = struct.pack("<Q", len(data))
-    return (
-        length + struct.pack("<I", masked_crc(length)) + data + struct.pack("<I", masked_crc(data))
+    # One join copies the (possibly 100 KB) payload once; chained "+" copies it twice.
+    return b"".join(
+        (length, struct.pack("<I", masked_crc(length)), data, struct.pack("<I", masked_crc(data)))
     )
 
 
