@@ -1,0 +1,376 @@
+"""Lesson 06 exercises: MobileNet preprocessing on fresh images, the device and
+precision choice on faked device lists, and the input-wait share of a training run.
+
+The preprocessing function is run inside ``Dataset.map`` (graph mode, as in a
+real pipeline) on images the checker draws and encodes itself (RGB and
+greyscale JPEG, PNG, random sizes); the reference is recomputed here with the
+same ops. Device choices and input-bound verdicts are compared with
+:mod:`helpers.train`, whose rules the lesson teaches.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from helpers.exercises import CheckFailed, Exercise, register
+
+# ---------------------------------------------------------------------------
+# 06.preprocess
+# ---------------------------------------------------------------------------
+
+
+def _draw(rng: np.random.Generator, width: int, height: int) -> np.ndarray:
+    """A smooth random picture (gradient + a rectangle) so resizing is well defined."""
+    y, x = np.mgrid[0:height, 0:width].astype(np.float32)
+    image = np.empty((height, width, 3), np.float32)
+    for c in range(3):
+        a, b, d = rng.uniform(-1, 1, size=3)
+        image[..., c] = 128 + 100 * np.sin(a * x / width * 6 + b * y / height * 6 + d)
+    x0, y0 = int(rng.integers(0, width // 2)), int(rng.integers(0, height // 2))
+    image[y0 : y0 + height // 3, x0 : x0 + width // 3] = rng.uniform(0, 255, size=3)
+    return np.clip(image, 0, 255).astype(np.uint8)
+
+
+def _preprocess_cases(rng: np.random.Generator, workdir: Path) -> list[dict[str, Any]]:
+    from PIL import Image
+
+    kinds = ["rgb_jpeg", "grey_jpeg", "png", "rgb_jpeg", "bad_label", "negative_label"]
+    cases = []
+    for i, kind in enumerate(kinds):
+        width, height = int(rng.integers(40, 320)), int(rng.integers(40, 320))
+        pixels = _draw(rng, width, height)
+        image = Image.fromarray(pixels)
+        buf = io.BytesIO()
+        if kind == "grey_jpeg":
+            image.convert("L").save(buf, format="JPEG", quality=90)
+        elif kind == "png":
+            image.save(buf, format="PNG")
+        else:
+            image.save(buf, format="JPEG", quality=90)
+        path = workdir / f"image_{i}.{'png' if kind == 'png' else 'jpg'}"
+        path.write_bytes(buf.getvalue())
+        num_classes = int(rng.integers(2, 1001))
+        label = int(rng.integers(0, num_classes))
+        if kind == "bad_label":
+            label = num_classes
+        elif kind == "negative_label":
+            label = -1
+        cases.append(
+            {
+                "path": os.fspath(path),
+                "label": label,
+                "image_size": int(rng.choice([32, 48, 64, 96, 128, 224])),
+                "num_classes": num_classes,
+            }
+        )
+    return cases
+
+
+def _preprocess_call(func: Any, case: dict[str, Any]) -> Any:
+    import tensorflow as tf
+
+    data = Path(case["path"]).read_bytes()
+    size, n = case["image_size"], case["num_classes"]
+    dataset = tf.data.Dataset.from_tensors(
+        (tf.constant(data), tf.constant(case["label"], tf.int64))
+    ).map(lambda encoded, label: func(encoded, label, size, n))
+    try:
+        element = next(iter(dataset))
+    except (tf.errors.InvalidArgumentError, tf.errors.OutOfRangeError) as err:
+        return {"raised": f"{type(err).__name__}: {str(err).splitlines()[0][:300]}"}
+    if not isinstance(element, tuple) or len(element) != 2:
+        return {"structure": type(element).__name__}
+    image, target = element
+    return {"image": np.asarray(image), "target": np.asarray(target)}
+
+
+def _reference(path: str, size: int) -> np.ndarray:
+    import tensorflow as tf
+
+    image = tf.io.decode_image(Path(path).read_bytes(), channels=3, expand_animations=False)
+    image = tf.image.resize(tf.cast(image, tf.float32), [size, size])
+    return (image / 127.5 - 1.0).numpy()
+
+
+def _preprocess_verify(case: dict[str, Any], result: Any) -> None:
+    size, n, label = case["image_size"], case["num_classes"], case["label"]
+    name = Path(case["path"]).name
+    call = f"preprocess(<{name}>, label={label}, image_size={size}, num_classes={n})"
+    if not 0 <= label < n:
+        if "raised" in result:
+            return
+        target = result.get("target")
+        zeros = target is not None and np.asarray(target).size and not np.asarray(target).any()
+        raise CheckFailed(
+            f"{call} returned a target for label {label}, which is outside [0, {n})"
+            + (": an all-zero one-hot vector, silently" if zeros else ""),
+            "check the label before tf.one_hot, e.g. helpers.pipeline.one_hot_checked or "
+            "tf.debugging.assert_less / assert_non_negative",
+        )
+    if "raised" in result:
+        raise CheckFailed(f"{call} failed: {result['raised']}")
+    if "structure" in result:
+        raise CheckFailed(
+            f"{call} returned a {result['structure']}; return a pair (image, one_hot)"
+        )
+    image, target = np.asarray(result["image"]), np.asarray(result["target"])
+    if image.ndim == 3 and image.shape[-1] == 1:
+        raise CheckFailed(
+            f"{call} gave an image of shape {image.shape}: a greyscale JPEG decodes to one "
+            "channel unless you ask for three",
+            "tf.io.decode_jpeg(encoded, channels=3) (or decode_image(..., channels=3, "
+            "expand_animations=False))",
+        )
+    if image.shape != (size, size, 3):
+        raise CheckFailed(
+            f"{call} gave an image of shape {image.shape}, expected {(size, size, 3)}",
+            "tf.image.resize(image, [image_size, image_size])",
+        )
+    if image.dtype != np.float32:
+        raise CheckFailed(f"{call} gave a {image.dtype} image; MobileNet takes float32")
+    low, high = float(image.min()), float(image.max())
+    if low < -1.0001 or high > 1.0001:
+        raise CheckFailed(
+            f"{call}: pixel values span [{low:.3g}, {high:.3g}]; MobileNet expects [-1, 1]",
+            "image / 127.5 - 1",
+        )
+    expected = _reference(case["path"], size)
+    error = float(np.mean(np.abs(image - expected)))
+    if error > 0.04:
+        if low >= -1e-6 and float(np.mean(np.abs(image * 2 - 1 - expected))) < 0.04:
+            raise CheckFailed(
+                f"{call}: pixels lie in [0, 1] (divided by 255); MobileNet expects [-1, 1]",
+                "image / 127.5 - 1 maps 0..255 to -1..1",
+            )
+        raise CheckFailed(
+            f"{call}: pixels differ from decode -> resize -> /127.5 - 1 by {error:.3f} on "
+            "average (more than 0.04)",
+            "stretch the whole image to image_size x image_size (no crop, no padding)",
+        )
+    if target.shape != (n,):
+        raise CheckFailed(
+            f"{call} gave a target of shape {target.shape}, expected a one-hot vector ({n},)",
+            "tf.one_hot(label, num_classes)",
+        )
+    want = np.zeros(n, np.float32)
+    want[label] = 1.0
+    if not np.allclose(target, want):
+        hot = np.flatnonzero(target).tolist()[:5]
+        raise CheckFailed(f"{call}: the target is hot at {hot}, expected only at [{label}]")
+
+
+register(
+    Exercise(
+        key="06.preprocess",
+        target="preprocess",
+        title="decode -> resize -> [-1, 1] -> checked one-hot, inside Dataset.map",
+        make_cases=_preprocess_cases,
+        verify=_preprocess_verify,
+        hint="decode with channels=3, tf.image.resize to [image_size, image_size], "
+        "x / 127.5 - 1, and a one-hot that refuses labels outside [0, num_classes)",
+        call=_preprocess_call,
+    )
+)
+
+
+# ---------------------------------------------------------------------------
+# 06.pick_device
+# ---------------------------------------------------------------------------
+
+_GPUS = {  # a few real compute capabilities
+    "Tesla K80": (3, 7),
+    "Tesla P100": (6, 0),
+    "GeForce GTX 1080": (6, 1),
+    "Tesla V100": (7, 0),
+    "Tesla T4": (7, 5),
+    "A100": (8, 0),
+    "RTX 4090": (8, 9),
+    "H100": (9, 0),
+    "B200": (10, 0),
+    "RTX 5090": (12, 0),
+}
+
+
+def _device(kind: str, index: int, capability: tuple[int, int] | None = None) -> dict[str, Any]:
+    details = {} if capability is None else {"compute_capability": list(capability)}
+    return {"name": f"/physical_device:{kind}:{index}", "device_type": kind, "details": details}
+
+
+def _device_cases(rng: np.random.Generator, workdir: Path) -> list[dict[str, Any]]:
+    names = list(_GPUS)
+    cases = [
+        {"devices": [_device("CPU", 0)]},
+        {"devices": [_device("CPU", 0), _device("GPU", 0, _GPUS["Tesla V100"])]},  # 7.0 exactly
+        {"devices": [_device("CPU", 0), _device("GPU", 0, _GPUS["GeForce GTX 1080"])]},
+        {"devices": [_device("CPU", 0), _device("GPU", 0, _GPUS["B200"])]},  # 10.0 > 7.0
+        {"devices": [_device("CPU", 0), _device("GPU", 0, None)]},  # capability unknown
+        {
+            "devices": [
+                _device("CPU", 0),
+                _device("GPU", 0, _GPUS["Tesla P100"]),
+                _device("GPU", 1, _GPUS["A100"]),
+            ]
+        },
+    ]
+    for _ in range(3):
+        count = int(rng.integers(1, 5))
+        gpus = [_device("GPU", i, _GPUS[str(rng.choice(names))]) for i in range(count)]
+        cases.append({"devices": [_device("CPU", 0), *gpus]})
+    order = rng.permutation(len(cases))
+    return [cases[i] for i in order]
+
+
+def _fake(device: dict[str, Any]) -> SimpleNamespace:
+    return SimpleNamespace(
+        name=device["name"], device_type=device["device_type"], details=device["details"]
+    )
+
+
+def _device_call(func: Any, case: dict[str, Any]) -> Any:
+    return func([_fake(d) for d in case["devices"]])
+
+
+def _describe(devices: list[dict[str, Any]]) -> str:
+    parts = []
+    for d in devices:
+        cc = d["details"].get("compute_capability")
+        short = d["name"].split("device:")[-1]
+        parts.append(short + (f" (cc {cc[0]}.{cc[1]})" if cc else ""))
+    return "[" + ", ".join(parts) + "]"
+
+
+def _device_verify(case: dict[str, Any], result: Any) -> None:
+    from helpers.train import choose_device
+
+    choice = choose_device([_fake(d) for d in case["devices"]])
+    call = f"pick_device({_describe(case['devices'])})"
+    if not isinstance(result, dict) or set(result) != {"device", "policy"}:
+        raise CheckFailed(
+            f"{call} returned {str(result)[:100]}; expected a dict with keys 'device' and 'policy'",
+            "e.g. {'device': 'GPU:0', 'policy': 'mixed_float16'}",
+        )
+    if result["device"] != choice.name:
+        raise CheckFailed(
+            f"{call} chose device {result['device']!r}, expected {choice.name!r}",
+            "the first GPU in the list if there is one (its short name, e.g. 'GPU:0'), "
+            "else 'CPU:0'",
+        )
+    if result["policy"] != choice.policy:
+        raise CheckFailed(
+            f"{call} chose policy {result['policy']!r}, expected {choice.policy!r}: "
+            + choice.reason,
+            "mixed_float16 only on a GPU whose compute capability is >= (7, 0) or unknown; "
+            "compare (major, minor) tuples, not strings",
+        )
+
+
+register(
+    Exercise(
+        key="06.pick_device",
+        target="pick_device",
+        title="GPU with mixed precision when it pays, CPU with float32 otherwise",
+        make_cases=_device_cases,
+        verify=_device_verify,
+        hint="gpus = [d for d in devices if d.device_type == 'GPU']; capability = "
+        "tuple(d.details.get('compute_capability') or ()); mixed_float16 if it is empty or "
+        ">= (7, 0)",
+        call=_device_call,
+    )
+)
+
+
+# ---------------------------------------------------------------------------
+# 06.input_wait_share
+# ---------------------------------------------------------------------------
+
+
+def _wait_cases(rng: np.random.Generator, workdir: Path) -> list[dict[str, Any]]:
+    cases = []
+    # exact boundaries: 1 / (1 + 4) == 0.2 and 1 / (1 + 19) == 0.05 in floating point
+    for ratio in (4.0, 19.0):
+        k = int(rng.integers(5, 20))
+        cases.append(
+            {
+                "wait_s": [5.0] + [1.0] * k,
+                "compute_s": [9.0] + [ratio] * k,
+                "warmup": 1,
+            }
+        )
+    for share in (0.02, 0.1, 0.45):
+        steps = int(rng.integers(12, 40))
+        warmup = int(rng.integers(1, 4))
+        compute = rng.uniform(0.05, 0.4, size=steps)
+        wait = compute * rng.uniform(0.2, 1.8, size=steps) * share / (1 - share)
+        compute[:warmup] += rng.uniform(2.0, 6.0, size=warmup)  # tracing
+        wait[:warmup] += rng.uniform(0.0, 0.5, size=warmup)
+        cases.append(
+            {
+                "wait_s": [round(float(v), 6) for v in wait],
+                "compute_s": [round(float(v), 6) for v in compute],
+                "warmup": warmup,
+            }
+        )
+    return cases
+
+
+def _wait_verify(case: dict[str, Any], result: Any) -> None:
+    from helpers.train import classify_input_bound
+
+    k = case["warmup"]
+    wait, compute = sum(case["wait_s"][k:]), sum(case["compute_s"][k:])
+    share = wait / (wait + compute)
+    verdict = classify_input_bound(share)
+    call = f"input_wait_share(<{len(case['wait_s'])} steps>, warmup={k})"
+    if not isinstance(result, dict) or not {"share", "verdict"} <= set(result):
+        raise CheckFailed(
+            f"{call} returned {str(result)[:100]}; expected a dict with 'share' and 'verdict'"
+        )
+    got = result["share"]
+    if not isinstance(got, (int, float)) or isinstance(got, bool):
+        raise CheckFailed(f"{call}: share is a {type(got).__name__}, expected a float")
+    if abs(got - share) > 1e-9:
+        w_all, c_all = sum(case["wait_s"]), sum(case["compute_s"])
+        per_step = float(
+            np.mean(
+                [
+                    w / (w + c)
+                    for w, c in zip(case["wait_s"][k:], case["compute_s"][k:], strict=True)
+                ]
+            )
+        )
+        if abs(got - w_all / (w_all + c_all)) < 1e-9:
+            why = "the warm-up steps (graph tracing) were counted"
+        elif abs(got - per_step) < 1e-9:
+            why = (
+                "that is the mean of per-step shares; divide the total wait by the total step time"
+            )
+        elif abs(got - wait / compute) < 1e-9:
+            why = "that is wait / compute; the share is wait / (wait + compute)"
+        else:
+            why = f"expected {share:.6f}"
+        raise CheckFailed(f"{call}: share {got:.6f} is wrong: {why}")
+    if result["verdict"] != verdict:
+        raise CheckFailed(
+            f"{call}: share {share:.4f} -> verdict {result['verdict']!r}, expected {verdict!r}",
+            ">= 0.20 'highly input-bound', >= 0.05 'moderately input-bound', "
+            "else 'not input-bound'",
+        )
+
+
+register(
+    Exercise(
+        key="06.input_wait_share",
+        target="input_wait_share",
+        title="the share of step time spent waiting for input, and the profiler's verdict",
+        make_cases=_wait_cases,
+        verify=_wait_verify,
+        hint="drop the first `warmup` steps, share = sum(wait) / (sum(wait) + sum(compute)); "
+        "verdict by the thresholds 0.20 and 0.05 (inclusive)",
+    )
+)

@@ -1,0 +1,256 @@
+"""Lesson 06 exercises: the solutions pass, stubs fail, planted mistakes are named."""
+
+from __future__ import annotations
+
+import pytest
+import tensorflow as tf
+
+from helpers import exercises as ex
+from helpers.exercises import CheckFailed
+
+
+@pytest.fixture(autouse=True)
+def _no_progress(monkeypatch, tmp_path):
+    monkeypatch.setenv("TFRECORD_COURSE_PROGRESS", str(tmp_path / "progress.json"))
+
+
+def _stub(*args, **kwargs):
+    raise NotImplementedError()
+
+
+# -- the solutions, as in solutions/06_mobilenet_training.ipynb ----------------
+
+
+def preprocess(encoded, label, image_size, num_classes):
+    image = tf.io.decode_jpeg(encoded, channels=3)
+    image = tf.image.resize(image, [image_size, image_size])
+    image = image / 127.5 - 1.0
+    tf.debugging.assert_non_negative(label, message="label < 0")
+    tf.debugging.assert_less(label, tf.cast(num_classes, label.dtype), message="label >= N")
+    return image, tf.one_hot(label, num_classes)
+
+
+def pick_device(devices):
+    gpus = [d for d in devices if d.device_type == "GPU"]
+    if not gpus:
+        return {"device": "CPU:0", "policy": "float32"}
+    gpu = gpus[0]
+    name = "GPU:" + gpu.name.rsplit(":", 1)[-1]
+    capability = tuple(gpu.details.get("compute_capability") or ())
+    fast_fp16 = not capability or capability >= (7, 0)
+    return {"device": name, "policy": "mixed_float16" if fast_fp16 else "float32"}
+
+
+def input_wait_share(wait_s, compute_s, warmup):
+    wait, compute = sum(wait_s[warmup:]), sum(compute_s[warmup:])
+    share = wait / (wait + compute)
+    if share >= 0.20:
+        verdict = "highly input-bound"
+    elif share >= 0.05:
+        verdict = "moderately input-bound"
+    else:
+        verdict = "not input-bound"
+    return {"share": share, "verdict": verdict}
+
+
+SOLUTIONS = {
+    "06.preprocess": preprocess,
+    "06.pick_device": pick_device,
+    "06.input_wait_share": input_wait_share,
+}
+
+
+def test_lesson_06_has_three_exercises():
+    assert [e.key for e in ex.exercises_for("06")] == list(SOLUTIONS)
+
+
+@pytest.mark.parametrize("key", list(SOLUTIONS))
+def test_solution_passes(key, capsys):
+    ex.check(key, SOLUTIONS[key], seed=1)
+    ex.check(key, SOLUTIONS[key])
+    assert "passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("key", list(SOLUTIONS))
+def test_stub_fails(key):
+    with pytest.raises(CheckFailed, match="not done yet"):
+        ex.check(key, _stub, seed=2)
+
+
+def test_preprocess_with_the_course_helpers_passes():
+    from helpers.pipeline import one_hot_checked, preprocess_image
+
+    def with_helpers(encoded, label, image_size, num_classes):
+        return preprocess_image(encoded, image_size), one_hot_checked(label, num_classes)
+
+    ex.check("06.preprocess", with_helpers, seed=3)
+
+
+# -- 06.preprocess -------------------------------------------------------------
+
+
+def _unchecked(encoded, label, image_size, num_classes):
+    image = tf.image.resize(tf.io.decode_jpeg(encoded, channels=3), [image_size, image_size])
+    return image / 127.5 - 1.0, tf.one_hot(label, num_classes)
+
+
+def _divided_by_255(encoded, label, image_size, num_classes):
+    image, target = preprocess(encoded, label, image_size, num_classes)
+    return (image + 1.0) / 2.0, target
+
+
+def _not_normalised(encoded, label, image_size, num_classes):
+    image, target = preprocess(encoded, label, image_size, num_classes)
+    return (image + 1.0) * 127.5, target
+
+
+def _one_channel(encoded, label, image_size, num_classes):
+    image, target = preprocess(encoded, label, image_size, num_classes)
+    image = tf.image.resize(tf.io.decode_jpeg(encoded), [image_size, image_size]) / 127.5 - 1
+    return image, target
+
+
+def _no_resize(encoded, label, image_size, num_classes):
+    image, target = preprocess(encoded, label, image_size, num_classes)
+    return tf.image.resize(image, [image_size // 2, image_size // 2]), target
+
+
+def _cropped(encoded, label, image_size, num_classes):
+    image = tf.io.decode_jpeg(encoded, channels=3)
+    image = tf.image.resize_with_crop_or_pad(image, image_size, image_size)
+    _, target = preprocess(encoded, label, image_size, num_classes)
+    return tf.cast(image, tf.float32) / 127.5 - 1.0, target
+
+
+def _label_off_by_one(encoded, label, image_size, num_classes):
+    image, _ = preprocess(encoded, label, image_size, num_classes)
+    return image, tf.one_hot((label + 1) % num_classes, num_classes)
+
+
+def _sparse_label(encoded, label, image_size, num_classes):
+    image, _ = preprocess(encoded, label, image_size, num_classes)
+    return image, label
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (_unchecked, "all-zero one-hot vector, silently"),
+        (_divided_by_255, r"\[0, 1\]"),
+        (_not_normalised, r"expects \[-1, 1\]"),
+        (_one_channel, "three"),
+        (_no_resize, "shape"),
+        (_cropped, "differ from decode"),
+        (_label_off_by_one, "hot at"),
+        (_sparse_label, "one-hot vector"),
+    ],
+)
+def test_preprocess_mistakes_are_named(mistake, message):
+    with pytest.raises(CheckFailed, match=message):
+        ex.check("06.preprocess", mistake, seed=4)
+
+
+# -- 06.pick_device -------------------------------------------------------------
+
+
+def _string_compare(devices):
+    gpus = [d for d in devices if d.device_type == "GPU"]
+    if not gpus:
+        return {"device": "CPU:0", "policy": "float32"}
+    cc = gpus[0].details.get("compute_capability") or (9, 9)
+    fast = f"{cc[0]}.{cc[1]}" >= "7.0"
+    return {"device": "GPU:0", "policy": "mixed_float16" if fast else "float32"}
+
+
+def _strictly_newer(devices):
+    out = pick_device(devices)
+    cc = next(
+        (
+            tuple(d.details.get("compute_capability") or ())
+            for d in devices
+            if d.device_type == "GPU"
+        ),
+        (),
+    )
+    if cc == (7, 0):
+        out["policy"] = "float32"
+    return out
+
+
+def _mixed_everywhere(devices):
+    out = pick_device(devices)
+    out["policy"] = "mixed_float16"
+    return out
+
+
+def _best_gpu(devices):
+    gpus = [d for d in devices if d.device_type == "GPU"]
+    if not gpus:
+        return {"device": "CPU:0", "policy": "float32"}
+    best = max(gpus, key=lambda d: tuple(d.details.get("compute_capability") or (99, 0)))
+    return pick_device([best])
+
+
+def _returns_string(devices):
+    return pick_device(devices)["device"]
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (_string_compare, "compare .major, minor. tuples"),
+        (_strictly_newer, "policy 'float32', expected 'mixed_float16'"),
+        (_mixed_everywhere, "expected 'float32'"),
+        (_best_gpu, "chose device|chose policy"),
+        (_returns_string, "keys 'device' and 'policy'"),
+    ],
+)
+def test_pick_device_mistakes_are_named(mistake, message):
+    with pytest.raises(CheckFailed, match=message):
+        ex.check("06.pick_device", mistake, seed=5)
+
+
+# -- 06.input_wait_share --------------------------------------------------------
+
+
+def _counts_warmup(wait_s, compute_s, warmup):
+    return input_wait_share(wait_s, compute_s, 0)
+
+
+def _mean_of_ratios(wait_s, compute_s, warmup):
+    shares = [w / (w + c) for w, c in zip(wait_s[warmup:], compute_s[warmup:], strict=True)]
+    share = sum(shares) / len(shares)
+    return {"share": share, "verdict": input_wait_share(wait_s, compute_s, warmup)["verdict"]}
+
+
+def _wait_over_compute(wait_s, compute_s, warmup):
+    out = input_wait_share(wait_s, compute_s, warmup)
+    out["share"] = sum(wait_s[warmup:]) / sum(compute_s[warmup:])
+    return out
+
+
+def _exclusive_thresholds(wait_s, compute_s, warmup):
+    out = input_wait_share(wait_s, compute_s, warmup)
+    share = out["share"]
+    out["verdict"] = (
+        "highly input-bound"
+        if share > 0.2
+        else "moderately input-bound"
+        if share > 0.05
+        else "not input-bound"
+    )
+    return out
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (_counts_warmup, "warm-up steps"),
+        (_mean_of_ratios, "mean of per-step shares"),
+        (_wait_over_compute, r"wait / \(wait \+ compute\)"),
+        (_exclusive_thresholds, "verdict"),
+    ],
+)
+def test_input_wait_share_mistakes_are_named(mistake, message):
+    with pytest.raises(CheckFailed, match=message):
+        ex.check("06.input_wait_share", mistake, seed=6)
