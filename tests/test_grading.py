@@ -18,6 +18,7 @@ import re
 import shutil
 import socket
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -905,6 +906,27 @@ def test_bwrap_command_hides_and_isolates(tmp_path):
     assert f"--tmpfs {hidden}" in joined and f"--bind {work} {work}" in joined
     assert args.index(f"{hidden}") < args.index(str(work))  # the workdir is bound on top
     assert "--ro-bind / /" in joined and args[-1] == "--"
+
+
+def test_bwrap_binds_a_course_that_lives_under_tmp_back_before_hiding(
+    tmp_path, monkeypatch, request
+):
+    # a CI clone in /tmp/clean: the tmpfs on /tmp must not hide the repo or its .venv,
+    # while folders inside the repo (solutions/, submissions/) stay hidden on top
+    scratch = Path(tempfile.mkdtemp(dir="/tmp"))  # under /tmp whatever TMPDIR says
+    request.addfinalizer(lambda: shutil.rmtree(scratch, ignore_errors=True))
+    course = scratch / "clean"
+    (course / "solutions").mkdir(parents=True)
+    monkeypatch.setattr(sandbox, "ROOT", course)
+    work = tmp_path / "w"
+    (work / "work").mkdir(parents=True)
+    args = sandbox.bwrap_prefix("bwrap", work, work / "work", hide=[course / "solutions"])
+    joined = " ".join(args)
+    assert f"--ro-bind {course} {course}" in joined
+    tmpfs_tmp = joined.index("--tmpfs /tmp ")
+    rebind = joined.index(f"--ro-bind {course} {course}")
+    hidden = joined.index(f"--tmpfs {course / 'solutions'}")
+    assert tmpfs_tmp < rebind < hidden < joined.index(f"--bind {work} {work}")
 
 
 def test_kernel_environment_drops_secrets(tmp_path, monkeypatch):

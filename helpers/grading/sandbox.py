@@ -203,6 +203,13 @@ def bwrap_prefix(
         "--tmpfs",
         "/var/tmp",
     ]
+    # The course may itself live under /tmp (a CI clone, a venv there): the
+    # tmpfs above would hide it and the kernel could not start. Bind it back,
+    # read-only, before the hidden folders go on top (they may lie inside it).
+    scratch = [Path("/tmp"), Path("/var/tmp"), Path("/dev/shm")]
+    for path in dict.fromkeys(needed):
+        if path.exists() and any(_is_inside(path, s) for s in scratch):
+            args += ["--ro-bind", str(path), str(path)]
     targets: list[Path] = []
     for path in hide:
         path = Path(path).resolve()
