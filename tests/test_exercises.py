@@ -31,11 +31,6 @@ DOUBLE = ex.register(
 )
 
 
-@pytest.fixture(autouse=True)
-def _no_progress(monkeypatch, tmp_path):
-    monkeypatch.setenv("TFRECORD_COURSE_PROGRESS", str(tmp_path / "progress.json"))
-
-
 @pytest.mark.parametrize(
     "value",
     [

@@ -11,16 +11,7 @@ import tensorflow as tf
 
 from helpers import exercises as ex
 from helpers.exercises import CheckFailed
-
-
-@pytest.fixture(autouse=True)
-def _no_progress(monkeypatch, tmp_path):
-    monkeypatch.setenv("TFRECORD_COURSE_PROGRESS", str(tmp_path / "progress.json"))
-
-
-def _stub(*args, **kwargs):
-    raise NotImplementedError()
-
+from lesson_suite import exercise_suite
 
 # -- the solutions, as in solutions/00_why_tfrecord.ipynb ---------------------
 
@@ -78,21 +69,9 @@ SOLUTIONS = {
 }
 
 
-def test_lesson_00_has_three_exercises_in_order():
-    assert [e.key for e in ex.exercises_for("00")] == list(SOLUTIONS)
-
-
-@pytest.mark.parametrize("key", list(SOLUTIONS))
-def test_solution_passes_on_fresh_inputs(key, capsys):
-    for seed in (1, 2, 3):
-        ex.check(key, SOLUTIONS[key], seed=seed)
-    assert "passed on" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("key", list(SOLUTIONS))
-def test_stub_fails(key):
-    with pytest.raises(CheckFailed, match="not done yet"):
-        ex.check(key, _stub, seed=0)
+test_lesson_has_its_exercises_in_order, test_solution_passes_on_fresh_inputs, test_stub_fails = (
+    exercise_suite("00", SOLUTIONS)
+)
 
 
 @pytest.mark.parametrize("key", list(SOLUTIONS))

@@ -8,17 +8,9 @@ from google.protobuf import json_format
 from helpers import exercises as ex
 from helpers.exercises import CheckFailed
 from helpers.protobuf_demo import image_record_classes
+from lesson_suite import exercise_suite
 
 ImageRecord, _ = image_record_classes()
-
-
-@pytest.fixture(autouse=True)
-def _no_progress(monkeypatch, tmp_path):
-    monkeypatch.setenv("TFRECORD_COURSE_PROGRESS", str(tmp_path / "progress.json"))
-
-
-def _stub(*args, **kwargs):
-    raise NotImplementedError()
 
 
 # -- the solutions, as in solutions/01_protobuf_basics.ipynb ------------------
@@ -78,21 +70,9 @@ SOLUTIONS = {
 }
 
 
-def test_lesson_01_has_its_exercises():
-    keys = [e.key for e in ex.exercises_for("01")]
-    assert keys == list(SOLUTIONS)
-
-
-@pytest.mark.parametrize("key", list(SOLUTIONS))
-def test_solution_passes(key, capsys):
-    ex.check(key, SOLUTIONS[key])
-    assert "passed" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("key", list(SOLUTIONS))
-def test_stub_fails(key):
-    with pytest.raises(CheckFailed, match="not done yet"):
-        ex.check(key, _stub)
+test_lesson_has_its_exercises_in_order, test_solution_passes_on_fresh_inputs, test_stub_fails = (
+    exercise_suite("01", SOLUTIONS)
+)
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -9,16 +9,7 @@ import tensorflow as tf
 from helpers import exercises as ex
 from helpers import features as hf
 from helpers.exercises import CheckFailed
-
-
-@pytest.fixture(autouse=True)
-def _no_progress(monkeypatch, tmp_path):
-    monkeypatch.setenv("TFRECORD_COURSE_PROGRESS", str(tmp_path / "progress.json"))
-
-
-def _stub(*args, **kwargs):
-    raise NotImplementedError()
-
+from lesson_suite import exercise_suite
 
 # -- the solutions, as in solutions/02_example_feature_types.ipynb ------------
 
@@ -67,20 +58,9 @@ SOLUTIONS = {
 }
 
 
-def test_lesson_02_has_its_exercises():
-    assert [e.key for e in ex.exercises_for("02")] == list(SOLUTIONS)
-
-
-@pytest.mark.parametrize("key", list(SOLUTIONS))
-def test_solution_passes(key, capsys):
-    ex.check(key, SOLUTIONS[key])
-    assert "passed" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("key", list(SOLUTIONS))
-def test_stub_fails(key):
-    with pytest.raises(CheckFailed, match="not done yet"):
-        ex.check(key, _stub)
+test_lesson_has_its_exercises_in_order, test_solution_passes_on_fresh_inputs, test_stub_fails = (
+    exercise_suite("02", SOLUTIONS)
+)
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -11,15 +11,7 @@ import tensorflow as tf
 from helpers import exercises as ex
 from helpers.exercises import CheckFailed
 from helpers.exercises.l04 import reference_boundaries
-
-
-@pytest.fixture(autouse=True)
-def _no_progress(monkeypatch, tmp_path):
-    monkeypatch.setenv("TFRECORD_COURSE_PROGRESS", str(tmp_path / "progress.json"))
-
-
-def _stub(*args, **kwargs):
-    raise NotImplementedError()
+from lesson_suite import exercise_suite
 
 
 def _feature(kind, values):
@@ -70,21 +62,9 @@ SOLUTIONS = {
 }
 
 
-def test_lesson_04_has_three_exercises():
-    assert [e.key for e in ex.exercises_for("04")] == list(SOLUTIONS)
-
-
-@pytest.mark.parametrize("key", list(SOLUTIONS))
-def test_solution_passes(key, capsys):
-    ex.check(key, SOLUTIONS[key], seed=1)
-    ex.check(key, SOLUTIONS[key])  # and on fresh inputs
-    assert "passed" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("key", list(SOLUTIONS))
-def test_stub_fails(key):
-    with pytest.raises(CheckFailed, match="not done yet"):
-        ex.check(key, _stub, seed=2)
+test_lesson_has_its_exercises_in_order, test_solution_passes_on_fresh_inputs, test_stub_fails = (
+    exercise_suite("04", SOLUTIONS)
+)
 
 
 # -- 04.make_example -----------------------------------------------------------

@@ -12,22 +12,14 @@ import tensorflow as tf
 from helpers import exercises as ex
 from helpers import legacy
 from helpers.exercises import CheckFailed, l07
+from lesson_suite import exercise_suite
 
 v1 = tf.compat.v1
-
-
-@pytest.fixture(autouse=True)
-def _no_progress(monkeypatch, tmp_path):
-    monkeypatch.setenv("TFRECORD_COURSE_PROGRESS", str(tmp_path / "progress.json"))
 
 
 @pytest.fixture
 def short_timeout(monkeypatch):
     monkeypatch.setattr(l07, "TIMEOUT_SECONDS", 2.0)
-
-
-def _stub(*args, **kwargs):
-    raise NotImplementedError()
 
 
 # -- the solutions, as in solutions/07_legacy_queues.ipynb --------------------
@@ -125,21 +117,9 @@ SOLUTIONS = {
 }
 
 
-def test_lesson_07_has_three_exercises_in_order():
-    assert [e.key for e in ex.exercises_for("07")] == list(SOLUTIONS)
-
-
-@pytest.mark.parametrize("key", list(SOLUTIONS))
-def test_solution_passes_on_fresh_inputs(key, capsys):
-    for seed in (1, 2):
-        ex.check(key, SOLUTIONS[key], seed=seed)
-    assert "passed on 3 fresh cases" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("key", list(SOLUTIONS))
-def test_stub_fails(key):
-    with pytest.raises(CheckFailed, match="not done yet"):
-        ex.check(key, _stub, seed=0)
+test_lesson_has_its_exercises_in_order, test_solution_passes_on_fresh_inputs, test_stub_fails = (
+    exercise_suite("07", SOLUTIONS)
+)
 
 
 # -- 07.read_epochs -------------------------------------------------------------
