@@ -24,6 +24,7 @@ CLI::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -260,17 +261,65 @@ def execute_solution(path: Path, timeout: int = 600) -> float:
     return seconds
 
 
+# Printed by every kernel start on the process's stderr, never useful to a learner.
+_KERNEL_NOISE = re.compile(
+    r"^\[IPKernelApp\] WARNING \| Kernel is running over TCP without encryption"
+)
+
+
+@contextlib.contextmanager
+def _quiet_kernel_stderr(log_path: Path) -> Any:
+    """Route this process's stderr (and so the kernel's, which inherits it) to ``log_path``.
+
+    TensorFlow's C++ start-up lines and Jupyter's TCP notice bypass Python and
+    land on file descriptor 2 of the kernel process, so ``make course`` would
+    print a dozen lines per lesson. They are kept in full in ``log_path``;
+    anything else written there is echoed to the real stderr afterwards.
+    """
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(log_path, "wb") as log:
+            os.dup2(log.fileno(), 2)
+            try:
+                yield
+            finally:
+                sys.stderr.flush()
+                os.dup2(saved, 2)
+    finally:
+        os.close(saved)
+    text = log_path.read_text(encoding="utf-8", errors="replace")
+    kept = [
+        ln
+        for ln in text.splitlines()
+        if ln.strip() and not _TF_LOG_LINE.match(ln) and not _KERNEL_NOISE.match(ln)
+    ]
+    if kept:
+        sys.stderr.write("\n".join(kept) + "\n")
+        sys.stderr.flush()
+
+
 def run_notebook(
     source: Path, output: Path, parameters: dict[str, Any] | None = None, timeout: int = 600
 ) -> tuple[str, float, str]:
     """Execute one notebook with papermill.
 
+    The kernel's process stderr goes to ``<output>.stderr.txt`` (see
+    :func:`_quiet_kernel_stderr`).
+
     Returns:
       ``(status, seconds, detail)`` with status ``"ok"`` or ``"failed"``.
     """
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with _quiet_kernel_stderr(output.with_suffix(".stderr.txt")):
+        return _run_papermill(source, output, parameters, timeout)
+
+
+def _run_papermill(
+    source: Path, output: Path, parameters: dict[str, Any] | None, timeout: int
+) -> tuple[str, float, str]:
     import papermill as pm
 
-    output.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     try:
         pm.execute_notebook(
@@ -290,13 +339,18 @@ def run_notebook(
         return "failed", time.perf_counter() - start, detail[:200]
 
 
-def run_course(output: Path, parameters: dict[str, Any] | None = None, pattern: str = "*") -> int:
+def run_course(
+    output: Path,
+    parameters: dict[str, Any] | None = None,
+    pattern: str = "*",
+    solutions: Path = SOLUTIONS,
+) -> int:
     """Execute every solution notebook into ``output`` and print a table.
 
     Returns:
       The number of lessons that failed.
     """
-    notebooks = sorted(SOLUTIONS.glob(f"[0-9][0-9]_{pattern}.ipynb"))
+    notebooks = sorted(Path(solutions).glob(f"[0-9][0-9]_{pattern}.ipynb"))
     if not notebooks:
         print("No lessons in solutions/ yet: nothing to run.")
         return 0

@@ -1,6 +1,7 @@
 """The lesson generator, the notebook formatter, and every student lesson under papermill."""
 
 import json
+import re
 from pathlib import Path
 
 import nbformat
@@ -141,3 +142,39 @@ def test_student_lesson_runs_with_only_exercise_cells_raising(solution, tmp_path
     assert all(i in failed for i in stubs if "def " not in nb.cells[i].source), (
         "a top-level stub did not raise"
     )
+
+
+def test_course_runs_every_lesson_keeps_going_and_prints_a_table(tmp_path, capfd):
+    sols = tmp_path / "solutions"
+    sols.mkdir()
+    noisy = (
+        "import os\n"
+        'os.write(2, b"I0000 00:00:1795436039.621570    1779 port.cc:153] oneDNN noise\\n")\n'
+        'os.write(2, b"a real warning from the kernel\\n")\n'
+        "print(6 * 7)"
+    )
+    nbformat.write(_nb(noisy, outputs=False), str(sols / "01_ok.ipynb"))
+    nbformat.write(
+        _nb("raise ValueError('planted failure')", outputs=False), str(sols / "02_bad.ipynb")
+    )
+    nbformat.write(_nb("print(1)", outputs=False), str(sols / "03_after.ipynb"))
+    nbformat.write(_nb("print(1)", outputs=False), str(sols / "scratch.ipynb"))  # not a lesson
+    out_dir = tmp_path / "out"
+    failed = nbt.run_course(out_dir, solutions=sols)
+    out, err = capfd.readouterr()
+    assert failed == 1
+    assert re.search(r"^01_ok\s+ok\s+\d+\.\d", out, re.M)
+    assert re.search(r"^02_bad\s+failed\s+\d+\.\d.*planted failure", out, re.M)
+    assert re.search(r"^03_after\s+ok", out, re.M) and "scratch" not in out
+    assert "2 of 3 lessons ran" in out
+    # the kernel's process stderr: TF start-up noise kept in the log, not on the terminal
+    assert "a real warning from the kernel" in err and "oneDNN noise" not in err
+    assert "oneDNN noise" in (out_dir / "01_ok.stderr.txt").read_text()
+    executed = nbformat.read(str(out_dir / "01_ok.ipynb"), as_version=4)
+    code = [c for c in executed.cells if c.cell_type == "code"]
+    assert any("42" in "".join(o.get("text", "")) for c in code for o in c.outputs)
+
+
+def test_course_without_lessons_says_so(tmp_path, capsys):
+    assert nbt.run_course(tmp_path / "out", solutions=tmp_path / "none") == 0
+    assert "No lessons" in capsys.readouterr().out
