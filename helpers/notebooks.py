@@ -261,9 +261,11 @@ def execute_solution(path: Path, timeout: int = 600) -> float:
     return seconds
 
 
-# Printed by every kernel start on the process's stderr, never useful to a learner.
+# Printed by kernel start-up and shutdown on the process's stderr, never useful to a learner.
 _KERNEL_NOISE = re.compile(
-    r"^\[IPKernelApp\] WARNING \| Kernel is running over TCP without encryption"
+    r"^(\[IPKernelApp\] WARNING \| Kernel is running over TCP without encryption.*"
+    r"|Task was destroyed but it is pending!"
+    r"|task: <Task pending .*ipykernel.*)$"
 )
 
 
