@@ -47,6 +47,7 @@ __all__ = [
     "exercises_for",
     "from_jsonable",
     "get",
+    "guarded",
     "kernel_answer",
     "lessons",
     "make_cases_file",
@@ -99,6 +100,36 @@ class Exercise:
 
 
 _REGISTRY: dict[str, Exercise] = {}
+
+
+def guarded(
+    func: Any,
+    *args: Any,
+    catch: tuple[type[BaseException], ...] = (ValueError, TypeError, KeyError, IndexError),
+    **kwargs: Any,
+) -> Any:
+    """Call a student's function; a refusal it raises on purpose becomes data.
+
+    Exercises that ask for bad input to be refused need the refusal to cross
+    the kernel boundary as an answer: an exception of a type in ``catch``
+    becomes ``{"raised": "Type: message"}``, which the verifier judges.
+    ``NotImplementedError`` (an exercise not done yet) always propagates.
+
+    Args:
+      func: the student's function.
+      *args: its positional arguments.
+      catch: the exception types that count as a refusal.
+      **kwargs: its keyword arguments.
+
+    Returns:
+      What ``func`` returned, or ``{"raised": ...}``.
+    """
+    try:
+        return func(*args, **kwargs)
+    except NotImplementedError:
+        raise
+    except catch as err:
+        return {"raised": f"{type(err).__name__}: {err}"}
 
 
 def register(exercise: Exercise) -> Exercise:

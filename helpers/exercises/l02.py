@@ -13,20 +13,15 @@ from typing import Any
 
 import numpy as np
 
-from helpers.exercises import CheckFailed, Exercise, register
+from helpers.exercises import CheckFailed, Exercise, guarded, register
 from helpers.features import Feature, feature_kind
 
 _KINDS = ("bytes_list", "float_list", "int64_list")
 
 
 def _guarded(func: Any, *args: Any) -> Any:
-    """Call ``func``; turn a TypeError / ValueError into a value the verifier can explain."""
-    try:
-        return func(*args)
-    except NotImplementedError:
-        raise
-    except (TypeError, ValueError, OverflowError) as err:
-        return {"raised": f"{type(err).__name__}: {err}"}
+    """:func:`helpers.exercises.guarded`; here an OverflowError is a refusal too."""
+    return guarded(func, *args, catch=(TypeError, ValueError, OverflowError))
 
 
 def _encode_feature(result: Any) -> Any:

@@ -17,23 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from helpers.exercises import CheckFailed, Exercise, register
+from helpers.exercises import CheckFailed, Exercise, guarded, register
 from helpers.records import RecordError, frame_record, read_records
 
 
 def _text(rng: np.random.Generator) -> str:
     pool = list(string.ascii_lowercase + "éø猫 -")
     return "".join(rng.choice(pool, size=int(rng.integers(1, 10))))
-
-
-def _guarded(func: Any, *args: Any, **kwargs: Any) -> Any:
-    """Call ``func``; a ValueError / TypeError becomes ``{"raised": ...}`` for the verifier."""
-    try:
-        return func(*args, **kwargs)
-    except NotImplementedError:
-        raise
-    except (ValueError, TypeError, KeyError, IndexError) as err:
-        return {"raised": f"{type(err).__name__}: {err}"}
 
 
 # ---------------------------------------------------------------------------
@@ -60,7 +50,7 @@ def _write_call(func: Any, case: dict[str, Any]) -> Any:
     path = Path(case["path"])
     if path.exists():
         path.unlink()
-    result = _guarded(func, path=case["path"], rows=case["rows"])
+    result = guarded(func, path=case["path"], rows=case["rows"])
     if isinstance(result, dict) and "raised" in result:
         return result
     if not path.exists():
@@ -254,7 +244,7 @@ def _digit_cases(rng: np.random.Generator, workdir: Path) -> list[dict[str, Any]
 
 
 def _digit_call(func: Any, case: dict[str, Any]) -> Any:
-    result = _guarded(func, bytes.fromhex(case["hex"]))
+    result = guarded(func, bytes.fromhex(case["hex"]))
     if isinstance(result, dict):
         return result
     if not isinstance(result, (tuple, list)) or len(result) != 2:
@@ -345,7 +335,7 @@ def _batch_call(func: Any, case: dict[str, Any]) -> Any:
     import tensorflow as tf
 
     serialized = tf.constant([bytes.fromhex(r) for r in case["records"]])
-    result = _guarded(func, serialized)
+    result = guarded(func, serialized)
     if not isinstance(result, dict) or "raised" in result:
         return result if isinstance(result, dict) else {"type": type(result).__name__}
     out: dict[str, Any] = {}
