@@ -226,9 +226,8 @@ def bwrap_prefix(
             args += ["--tmpfs", str(path)]
         elif path.exists():
             args += ["--ro-bind", "/dev/null", str(path)]
-    for path in readable:
-        covered = _is_inside(path, Path("/tmp")) or any(_is_inside(path, t) for t in targets)
-        if path.exists() and covered:
+    for path in readable:  # under /tmp they are bound already; here: inside a hidden folder
+        if path.exists() and any(_is_inside(path, t) for t in targets):
             args += ["--ro-bind", str(path), str(path)]
     args += [
         "--bind",
