@@ -79,7 +79,7 @@ def atomic_open(path: str | os.PathLike, mode: str = "w") -> Iterator[IO[Any]]:
     tmp = _temp_name(path)
     kwargs: dict[str, Any] = {"encoding": "utf-8", "newline": "\n"} if mode == "w" else {}
     try:
-        with open(tmp, mode[0] + "x" + mode[1:], **kwargs) as f:
+        with open(tmp, "x" + mode[1:], **kwargs) as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
