@@ -27,8 +27,9 @@ _SIZE = {"bytes", "B", "kB", "MB", "GB"}
 
 VERDICT = re.compile(
     r"^\[measured\] (?P<a>.+?) = (?P<x>[\d,.]+) (?P<unit>\S+); "
-    r"(?P<b>.+?) = (?P<y>[\d,.]+) (?P=unit) => (?P=a) is (?P<r>[\d.]+)x "
-    r"(?P<word>faster|slower|larger|smaller|as fast as|the same size as)\b"
+    r"(?P<b>.+?) = (?P<y>[\d,.]+) (?P=unit) => (?P=a) is "
+    r"(?:(?P<r>[\d.]+)x (?P<word>faster|slower|larger|smaller) than "
+    r"|about (?P<same>as fast as|the same size as) .* \((?P<r2>[\d.]+)x, within noise\)$)"
 )
 
 
@@ -64,22 +65,16 @@ def compare(a_name: str, a: float, b_name: str, b: float, unit: str, *, close: f
         raise ValueError(f"measurements must be positive, got {a_name}={a}, {b_name}={b}")
     kind = _kind(unit)
     factor = a / b if kind in ("rate", "size") else b / a
-    if kind == "size":
-        word = "larger" if factor >= 1 else "smaller"
-        if max(factor, 1 / factor) < close:
-            word = "the same size as"
-        else:
-            word += " than"
-    else:
-        word = "faster" if factor >= 1 else "slower"
-        if max(factor, 1 / factor) < close:
-            word = "as fast as"
-        else:
-            word += " than"
     shown = max(factor, 1 / factor)
+    if shown < close:
+        same = "the same size as" if kind == "size" else "as fast as"
+        verdict = f"about {same} {b_name} ({shown:.2f}x, within noise)"
+    else:
+        words = ("larger", "smaller") if kind == "size" else ("faster", "slower")
+        verdict = f"{shown:.1f}x {words[0] if factor >= 1 else words[1]} than {b_name}"
     print(
         f"[measured] {a_name} = {_number(a)} {unit}; {b_name} = {_number(b)} {unit} "
-        f"=> {a_name} is {shown:.1f}x {word} {b_name}"
+        f"=> {a_name} is {verdict}"
     )
     return factor
 
@@ -92,6 +87,7 @@ def parse_verdict(line: str) -> dict[str, object] | None:
     parts = match.groupdict()
     parts["x"] = float(str(parts["x"]).replace(",", ""))
     parts["y"] = float(str(parts["y"]).replace(",", ""))
-    parts["r"] = float(str(parts["r"]))
+    parts["r"] = float(str(parts["r"] or parts["r2"]))
+    parts["word"] = parts["word"] or parts["same"]
     parts["kind"] = _kind(str(parts["unit"]))
     return parts

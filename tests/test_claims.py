@@ -177,9 +177,11 @@ def _check_verdict(parts: dict) -> str | None:
     x, y, kind = parts["x"], parts["y"], parts["kind"]
     factor = x / y if kind in ("rate", "size") else y / x
     shown = max(factor, 1 / factor)
-    if abs(shown - parts["r"]) > 0.051 * max(1.0, shown) + 0.05:
+    if abs(shown - parts["r"]) > 0.01 * shown + 0.051:
         return f"factor {parts['r']} but the numbers give {shown:.2f}"
     word = parts["word"]
+    if word in ("as fast as", "the same size as") and shown > 1.5:
+        return f"says {word} but the numbers differ {shown:.2f}x"
     if word in ("faster", "larger") and factor < 1:
         return f"says {word} but the numbers give {factor:.2f}"
     if word in ("slower", "smaller") and factor > 1:
