@@ -1,5 +1,5 @@
 """Lesson 05 exercises: a reader that beats sequential reading on (simulated) slow
-storage, the stages of the seed 003 pipeline in the right order, and a pipeline
+storage, the stages of the classic interleave pipeline in the right order, and a pipeline
 that shuffled after batching, fixed.
 
 Timing is measured where it can be trusted on a busy machine: the slow storage
@@ -276,7 +276,7 @@ register(
     Exercise(
         key="05.make_pipeline",
         target="make_pipeline",
-        title="the seed 003 pipeline, stages in the right order",
+        title="the classic interleave pipeline, stages in the right order",
         make_cases=_pipeline_cases,
         verify=_pipeline_verify,
         hint="files -> interleave(TFRecordDataset, num_parallel_calls=AUTOTUNE, "
