@@ -47,7 +47,9 @@ def _kind(unit: str) -> str:
     raise ValueError(f"unit {unit!r}: use a rate (…/s), a time ({sorted(_TIME)}) or a size")
 
 
-def compare(a_name: str, a: float, b_name: str, b: float, unit: str, *, close: float = 1.1) -> float:
+def compare(
+    a_name: str, a: float, b_name: str, b: float, unit: str, *, close: float = 1.1
+) -> float:
     """Print how measurement ``a`` compares with ``b`` and return the factor a-vs-b.
 
     Args:

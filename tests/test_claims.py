@@ -131,11 +131,20 @@ def test_markdown_quotes_no_measured_factor_or_percentage(path):
 
 # The contradictions issue 12 found, as they were written.
 OLD_NUMERIC = [
-    ("03", "On the shared 2-core machine that built this notebook, batched parsing was about **3–6x\nfaster**"),
+    (
+        "03",
+        "On the shared 2-core machine that built this notebook, batched parsing was about **3–6x\nfaster**",
+    ),
     ("03", "* Batch before parsing: `parse_example` on batches was ~3–6x faster than"),
     ("03", "GZIP made the JPEG file only about **10% smaller** (each JPEG alone: about 3%)"),
-    ("03", "The raw-pixel digits shrank by about **77%** (4.4x) at little or no extra\nreading cost"),
-    ("03", "took an order of magnitude longer and reading was slower too (from 1.5x to 3x across\nruns)"),
+    (
+        "03",
+        "The raw-pixel digits shrank by about **77%** (4.4x) at little or no extra\nreading cost",
+    ),
+    (
+        "03",
+        "took an order of magnitude longer and reading was slower too (from 1.5x to 3x across\nruns)",
+    ),
     ("05", "| 2 + interleave | x0.6 |"),
     ("05", "prefetch gave a 2.7x step"),
     ("00", "It is several times faster per step, although with a model this tiny"),
@@ -221,7 +230,9 @@ def test_compare_prints_a_verdict_the_check_accepts(capsys):
         parts = parse_verdict(line)
         assert parts is not None, line
         assert _check_verdict(parts) is None, line
-    assert _check_verdict(parse_verdict("[measured] a = 10 ms; b = 20 ms => a is 2.0x slower than b"))
+    assert _check_verdict(
+        parse_verdict("[measured] a = 10 ms; b = 20 ms => a is 2.0x slower than b")
+    )
 
 
 def test_compare_refuses_units_it_cannot_order():
