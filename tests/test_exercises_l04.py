@@ -164,7 +164,7 @@ def _empty_first_shard(sizes, size_per_record):
 @pytest.mark.parametrize(
     ("mistake", "message"),
     [
-        (_seed_rule, "seed converter's"),
+        (_seed_rule, "typical converter script's"),
         (_drops_last, "last, partly filled shard was dropped"),
         (_strict_less, "closed early"),
         (_empty_first_shard, "empty shard"),

@@ -32,22 +32,14 @@ def pick_device(devices):
     return {"device": name, "policy": "mixed_float16" if fast_fp16 else "float32"}
 
 
-def input_wait_share(wait_s, compute_s, warmup):
-    wait, compute = sum(wait_s[warmup:]), sum(compute_s[warmup:])
-    share = wait / (wait + compute)
-    if share >= 0.20:
-        verdict = "highly input-bound"
-    elif share >= 0.05:
-        verdict = "moderately input-bound"
-    else:
-        verdict = "not input-bound"
-    return {"share": share, "verdict": verdict}
+def unstarve(settings):
+    return dict(settings, parallel_reads=16, num_parallel_calls="AUTOTUNE", prefetch=4)
 
 
 SOLUTIONS = {
     "06.preprocess": preprocess,
     "06.pick_device": pick_device,
-    "06.input_wait_share": input_wait_share,
+    "06.unstarve": unstarve,
 }
 
 
@@ -189,47 +181,28 @@ def test_pick_device_mistakes_are_named(mistake, message):
         ex.check("06.pick_device", mistake, seed=5)
 
 
-# -- 06.input_wait_share --------------------------------------------------------
-
-
-def _counts_warmup(wait_s, compute_s, warmup):
-    return input_wait_share(wait_s, compute_s, 0)
-
-
-def _mean_of_ratios(wait_s, compute_s, warmup):
-    shares = [w / (w + c) for w, c in zip(wait_s[warmup:], compute_s[warmup:], strict=True)]
-    share = sum(shares) / len(shares)
-    return {"share": share, "verdict": input_wait_share(wait_s, compute_s, warmup)["verdict"]}
-
-
-def _wait_over_compute(wait_s, compute_s, warmup):
-    out = input_wait_share(wait_s, compute_s, warmup)
-    out["share"] = sum(wait_s[warmup:]) / sum(compute_s[warmup:])
-    return out
-
-
-def _exclusive_thresholds(wait_s, compute_s, warmup):
-    out = input_wait_share(wait_s, compute_s, warmup)
-    share = out["share"]
-    out["verdict"] = (
-        "highly input-bound"
-        if share > 0.2
-        else "moderately input-bound"
-        if share > 0.05
-        else "not input-bound"
-    )
-    return out
+# -- 06.unstarve ------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     ("mistake", "message"),
     [
-        (_counts_warmup, "warm-up steps"),
-        (_mean_of_ratios, "mean of per-step shares"),
-        (_wait_over_compute, r"wait / \(wait \+ compute\)"),
-        (_exclusive_thresholds, "verdict"),
+        (lambda settings: settings, "waited .* of each step"),  # still starved
+        (
+            lambda settings: dict(settings, prefetch=4),
+            "waited .* of each step",
+        ),  # reads stay serial
+        (lambda settings: dict(settings, cache=True), "does not have"),
+        (lambda settings: dict(settings, parallel_reads=0), "parallel_reads=0"),
+        (lambda settings: [16, "AUTOTUNE", 4], "return a dict"),
     ],
 )
-def test_input_wait_share_mistakes_are_named(mistake, message):
+def test_unstarve_mistakes_are_named(mistake, message):
     with pytest.raises(CheckFailed, match=message):
-        ex.check("06.input_wait_share", mistake, seed=6)
+        ex.check("06.unstarve", mistake, seed=6)
+
+
+def test_unstarve_share_is_measured_by_the_checker_not_reported():
+    """A result claiming a share is refused: only settings are accepted, and they are timed here."""
+    with pytest.raises(CheckFailed, match="does not have"):
+        ex.check("06.unstarve", lambda settings: {"input_wait_share": 0.0}, seed=7)

@@ -1,4 +1,4 @@
-"""Lesson 04 exercises: an Example for the seed converter's schema, size-based shard
+"""Lesson 04 exercises: an Example for a typical converter script's schema, size-based shard
 boundaries, and counting the records of a shard per class.
 
 Cases hold only inputs (strings, numbers, file paths); expected answers are
@@ -122,7 +122,7 @@ def _example_verify(case: dict[str, Any], result: Any) -> None:
     if keys != sorted(_SCHEMA):
         raise CheckFailed(
             f"{call} has features {keys}; the schema has exactly {sorted(_SCHEMA)}",
-            "name (bytes), category (int64), data (bytes): the seed converter's names",
+            "name (bytes), category (int64), data (bytes): a typical converter script's names",
         )
     for key, kind in _SCHEMA.items():
         got = features[key].WhichOneof("kind")
@@ -150,7 +150,7 @@ register(
     Exercise(
         key="04.make_example",
         target="make_example",
-        title="an Example for the seed converter's schema, refusing bad categories",
+        title="an Example for a typical converter script's schema, refusing bad categories",
         make_cases=_example_cases,
         verify=_example_verify,
         hint="features name (UTF-8 bytes), category (int64), data (bytes as given); "
@@ -260,7 +260,7 @@ def _boundary_verify(case: dict[str, Any], result: Any) -> None:
         )
     if pairs == _seed_rule(sizes, limit):
         raise CheckFailed(
-            f"{call} closes a shard only after it has passed the limit (the seed converter's "
+            f"{call} closes a shard only after it has passed the limit (a typical converter script's "
             f"rule), so shards overshoot size_per_record; got {pairs[:4]}, expected {expected[:4]}",
             "close the current shard *before* adding an image that would push it past the limit",
         )

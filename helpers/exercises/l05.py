@@ -1,5 +1,5 @@
 """Lesson 05 exercises: a reader that beats sequential reading on (simulated) slow
-storage, the stages of the seed 003 pipeline in the right order, and a pipeline
+storage, the stages of the classic interleave pipeline in the right order, and a pipeline
 that shuffled after batching, fixed.
 
 Timing is measured where it can be trusted on a busy machine: the slow storage
@@ -131,8 +131,8 @@ register(
         title="read shards in parallel from (simulated) slow storage",
         make_cases=_reader_cases,
         verify=_reader_verify,
-        hint="tf.data.Dataset.from_tensor_slices(files).interleave(open_shard, cycle_length=..., "
-        "num_parallel_calls=..., deterministic=False) with explicit numbers >= 8",
+        hint="keep many shards opening at once: interleave with an explicit cycle_length and "
+        "num_parallel_calls (AUTOTUNE stays within the CPU budget); the order may change",
         call=_reader_call,
     )
 )
@@ -276,12 +276,11 @@ register(
     Exercise(
         key="05.make_pipeline",
         target="make_pipeline",
-        title="the seed 003 pipeline, stages in the right order",
+        title="the classic interleave pipeline, stages in the right order",
         make_cases=_pipeline_cases,
         verify=_pipeline_verify,
-        hint="files -> interleave(TFRecordDataset, num_parallel_calls=AUTOTUNE, "
-        "deterministic=False) -> map(parse, AUTOTUNE) -> cache() -> shuffle(buffer) -> "
-        "batch(batch_size, drop_remainder=True) -> prefetch(AUTOTUNE)",
+        hint="start from section 1's core chain; cache after the expensive map and before "
+        "anything random, shuffle after the cache and before batch, prefetch last",
         call=_pipeline_call,
     )
 )
