@@ -307,7 +307,7 @@ def memory_costs(scenarios: Mapping[str, Mapping[str, Any]]) -> list[dict[str, A
 
     Returns:
       Rows ``{"scenario", "element", "shuffle_buffer", "cache",
-      "interleave_buffers", "map_in_flight", "prefetch", "total"}`` in bytes.
+      "interleave_buffers", "map_in_flight", "batch", "prefetch", "total"}`` in bytes.
     """
     from helpers.pipeline import estimate_pipeline_memory
 
