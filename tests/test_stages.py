@@ -83,7 +83,14 @@ def test_memory_costs_use_the_pipeline_estimate():
     assert rows[0]["shuffle_buffer"] == 10 * pl_memory.IMAGENET_RECORD_BYTES
     assert rows[0]["total"] == sum(
         rows[0][k]
-        for k in ("shuffle_buffer", "cache", "interleave_buffers", "map_in_flight", "prefetch")
+        for k in (
+            "shuffle_buffer",
+            "cache",
+            "interleave_buffers",
+            "map_in_flight",
+            "batch",
+            "prefetch",
+        )
     )
 
 
