@@ -228,7 +228,7 @@ def generator_dataset(
     """The slow baseline: a Python generator that opens, decodes (PIL) and resizes each image.
 
     One image at a time, in the Python interpreter, holding the GIL: the way
-    seed 001's directory-reading generator worked (9,360 images took ~90 min
+    a common tutorial's directory-reading generator worked (9,360 images took ~90 min
     there against ~5 s from TFRecords). PIL's decoder and bilinear resize are
     not TF's, so pixels differ slightly from :func:`make_dataset`'s.
 

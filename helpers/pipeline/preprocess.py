@@ -96,7 +96,7 @@ def denormalize_mobilenet(image: tf.Tensor | np.ndarray) -> np.ndarray:
 def preprocess_image(
     encoded: tf.Tensor | bytes, image_size: ImageSize = 224, method: str = "bilinear"
 ) -> tf.Tensor:
-    """decode -> resize -> normalise to ``[-1, 1]``: the MobileNet input recipe (seed 000).
+    """decode -> resize -> normalise to ``[-1, 1]``: the MobileNet input recipe.
 
     Args:
       encoded: encoded image bytes.

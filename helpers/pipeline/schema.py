@@ -59,7 +59,7 @@ def image_feature_spec(keys: Mapping[str, str] | None = None) -> dict[str, tf.io
     is present with the wrong type is still an error.
 
     Args:
-      keys: override feature names by logical name, e.g. seed 000's schema
+      keys: override feature names by logical name, e.g. a typical converter script's schema
         ``{"encoded": "data", "label": "category", "filename": "name"}``.
 
     Returns:
@@ -296,7 +296,7 @@ def one_hot_checked(
     """``tf.one_hot(label, num_classes)`` that refuses out-of-range labels.
 
     ``tf.one_hot(10, depth=5)`` and ``tf.one_hot(-1, depth=5)`` both return
-    ``[0, 0, 0, 0, 0]`` without a warning (seed 000's pitfall); this raises.
+    ``[0, 0, 0, 0, 0]`` without a warning (a typical converter script's pitfall); this raises.
 
     Args:
       label: integer label(s).
