@@ -56,9 +56,14 @@ def meminfo_cached_mb() -> float | None:
 def drop_caches() -> bool:
     """``sync`` and drop the page cache (needs root on Linux); True when it worked."""
     os.sync()
+    return write_proc_file("/proc/sys/vm/drop_caches", "3\n")
+
+
+def write_proc_file(path: str, text: str) -> bool:
+    """Write a kernel control file (``/proc/...``); False when not allowed or not there."""
     try:
-        with open("/proc/sys/vm/drop_caches", "w", encoding="ascii") as f:
-            f.write("3\n")
+        with open(path, "w", encoding="ascii") as f:
+            f.write(text)
     except OSError:
         return False
     return True

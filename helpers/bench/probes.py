@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from helpers.bench.machine import write_proc_file
 from helpers.bench.settings import BATCH_SIZE, IMAGE_SIZE, MB
 
 
@@ -87,12 +88,8 @@ def _vm_hwm() -> int | None:
 
 
 def _reset_hwm() -> bool:
-    try:
-        with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
-            f.write("5\n")
-    except OSError:
-        return False
-    return True
+    """Reset this process's peak RSS (``VmHWM``); False when the kernel does not allow it."""
+    return write_proc_file("/proc/self/clear_refs", "5\n")
 
 
 def memory_probe(shards: str, epochs: int = 1) -> dict[str, Any]:

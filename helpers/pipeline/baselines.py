@@ -83,6 +83,24 @@ def list_image_folder(
     return ImageFolder(paths, labels, classes)
 
 
+def _checked_inputs(
+    image_paths: Sequence[str | os.PathLike],
+    labels: Sequence[int],
+    num_classes: int | None,
+    one_hot: bool,
+) -> tuple[list[str], list[int], int | None]:
+    """Paths as strings, labels as ints, ``num_classes`` checked; bad labels refused here."""
+    paths = [os.fspath(p) for p in image_paths]
+    labels = [int(v) for v in labels]
+    if one_hot and num_classes is None:
+        raise ValueError(
+            "one_hot=True needs num_classes (e.g. len(list_image_folder(root).classes))"
+        )
+    num_classes = None if num_classes is None else check_num_classes(num_classes)
+    _check_labels_py(paths, labels, num_classes)
+    return paths, labels, num_classes
+
+
 def _check_labels_py(paths: Sequence[str], labels: Sequence[int], num_classes: int | None) -> None:
     if len(paths) != len(labels):
         raise ValueError(f"{len(paths)} image paths but {len(labels)} labels")
@@ -151,14 +169,7 @@ def per_file_dataset(
     Returns:
       A dataset of ``(images, labels)`` batches.
     """
-    paths = [os.fspath(p) for p in image_paths]
-    labels = [int(v) for v in labels]
-    if one_hot and num_classes is None:
-        raise ValueError(
-            "one_hot=True needs num_classes (e.g. len(list_image_folder(root).classes))"
-        )
-    num_classes = None if num_classes is None else check_num_classes(num_classes)
-    _check_labels_py(paths, labels, num_classes)
+    paths, labels, num_classes = _checked_inputs(image_paths, labels, num_classes, one_hot)
     h, w = size_pair(image_size)
     label_out = label_fn(num_classes, one_hot)
     det = deterministic if num_parallel_calls is not None else None
@@ -250,12 +261,7 @@ def generator_dataset(
     """
     from PIL import Image
 
-    paths = [os.fspath(p) for p in image_paths]
-    labels = [int(v) for v in labels]
-    if one_hot and num_classes is None:
-        raise ValueError("one_hot=True needs num_classes")
-    num_classes = None if num_classes is None else check_num_classes(num_classes)
-    _check_labels_py(paths, labels, num_classes)
+    paths, labels, num_classes = _checked_inputs(image_paths, labels, num_classes, one_hot)
     h, w = size_pair(image_size)
     rng = np.random.default_rng(seed)
 

@@ -206,13 +206,7 @@ def parse_single(
         Inside ``Dataset.map`` errors surface when iterating; ``make_dataset``
         runs :func:`check_schema` first for that reason.
     """
-    spec = image_feature_spec() if spec is None else spec
-    if not tf.executing_eagerly():
-        return tf.io.parse_single_example(serialized, spec)
-    try:
-        return tf.io.parse_single_example(serialized, spec)
-    except tf.errors.InvalidArgumentError as err:
-        raise _schema_error_from(err) from None
+    return _parse(tf.io.parse_single_example, serialized, spec)
 
 
 def parse_batch(
@@ -230,11 +224,20 @@ def parse_batch(
     Raises:
       SchemaError: eagerly, a missing feature or wrong dtype, naming the feature.
     """
+    return _parse(tf.io.parse_example, serialized_batch, spec)
+
+
+def _parse(
+    parse: Callable[[Any, Mapping[str, Any]], dict[str, tf.Tensor]],
+    data: Any,
+    spec: Mapping[str, Any] | None,
+) -> dict[str, tf.Tensor]:
+    """``parse(data, spec)``; eagerly, TF's parse error becomes a :class:`SchemaError`."""
     spec = image_feature_spec() if spec is None else spec
     if not tf.executing_eagerly():
-        return tf.io.parse_example(serialized_batch, spec)
+        return parse(data, spec)
     try:
-        return tf.io.parse_example(serialized_batch, spec)
+        return parse(data, spec)
     except tf.errors.InvalidArgumentError as err:
         raise _schema_error_from(err) from None
 
