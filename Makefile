@@ -53,6 +53,8 @@ lint: $(STAMP)
 	$(BIN)/ruff check helpers tests
 	$(BIN)/ruff format --check helpers tests
 
+# One process: `pytest -n 2` (pytest-xdist) was measured 1.8x slower on the 2-core CI machine
+# (each worker starts its own TensorFlow), so the course does not use it.
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests -q -p no:cacheprovider
 
