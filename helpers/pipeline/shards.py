@@ -105,6 +105,8 @@ def resolve_shards(
 ) -> ShardSet:
     """Turn a converter output directory, a manifest, a glob pattern or a file list into files.
 
+    A leading ``~`` is expanded, as a shell would.
+
     * a directory with ``manifest.json``: the shards it lists, in its order
       (a missing one is an error; a ``*.tfrecord*`` file it does not list is
       reported and ignored);
@@ -125,7 +127,7 @@ def resolve_shards(
       FileNotFoundError: nothing matches, or a listed shard is missing.
     """
     if isinstance(source, (str, os.PathLike)):
-        name = os.fspath(source)
+        name = os.path.expanduser(os.fspath(source))
         if name.endswith("manifest.json") and tf.io.gfile.exists(name):
             name = os.path.dirname(name) or "."
         if tf.io.gfile.isdir(name):
@@ -140,7 +142,7 @@ def resolve_shards(
         return ShardSet(
             matches, [None] * len(matches), [None] * len(matches), compression=compression
         )
-    files = [os.fspath(p) for p in source]
+    files = [os.path.expanduser(os.fspath(p)) for p in source]
     if not files:
         raise ValueError("an empty list of files: nothing to read")
     for f in files:

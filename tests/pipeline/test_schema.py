@@ -46,7 +46,7 @@ def test_parse_batch_roundtrip_and_optional_defaults() -> None:
     assert parsed[IMAGE_KEYS["filename"]].numpy().tolist() == [b"a/1.jpg", b""]
 
 
-def test_custom_keys_parse_seed_000_schema() -> None:
+def test_custom_keys_parse_a_converter_scripts_schema() -> None:
     raw = serialize_example({"name": b"n.jpg", "category": 4, "data": b"img"})
     spec = P.image_feature_spec({"encoded": "data", "label": "category", "filename": "name"})
     parsed = P.parse_single(raw, spec)
@@ -109,7 +109,7 @@ def test_check_schema_passes_on_converter_records(dataset_dir: dict) -> None:
 
 
 def test_tf_one_hot_silently_zeroes_and_checked_version_refuses() -> None:
-    # The pitfall itself (seed 000): no error, an all-zero target.
+    # The pitfall itself (a typical converter script's): no error, an all-zero target.
     assert tf.one_hot(10, depth=5).numpy().tolist() == [0.0] * 5
     assert tf.one_hot(-1, depth=5).numpy().tolist() == [0.0] * 5
     assert P.one_hot_checked(4, 5).numpy().tolist() == [0, 0, 0, 0, 1]

@@ -10,7 +10,7 @@ import pytest
 
 from helpers import pipeline as P
 
-from .support import IMAGE_SIZE, NUM_SHARDS, _write_shard
+from .support import IMAGE_SIZE, NUM_SHARDS, PER_SHARD, _write_shard
 
 
 def test_resolve_shards_inputs(dataset_dir: dict, tmp_path: Path) -> None:
@@ -58,3 +58,11 @@ def test_gzip_shard_read_as_uncompressed_is_named(dataset_dir: dict, tmp_path: P
     with pytest.raises(ValueError, match="not GZIP"):
         P.make_dataset(plain, 4, IMAGE_SIZE, num_classes=3, compression="GZIP")
     assert gzip.decompress(path.read_bytes())[:8] == plain.read_bytes()[:8]
+
+
+def test_resolve_shards_expands_the_home_folder(dataset_dir: dict, monkeypatch) -> None:
+    home = dataset_dir["dir"].parent
+    monkeypatch.setenv("HOME", str(home))
+    shards = P.resolve_shards("~/" + dataset_dir["dir"].name)
+    assert shards.files[0].startswith(str(home)) and shards.num_records == NUM_SHARDS * PER_SHARD
+    assert P.resolve_shards([f"~/{dataset_dir['dir'].name}/{Path(shards.files[0]).name}"]).files
