@@ -347,7 +347,12 @@ def _save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
 
 
 def _digits_arrays() -> dict[str, np.ndarray]:
-    from sklearn.datasets import load_digits as sk_load_digits
+    try:
+        from sklearn.datasets import load_digits as sk_load_digits
+    except ModuleNotFoundError as err:  # only regenerating data/ needs it
+        raise ModuleNotFoundError(
+            "regenerating data/ needs scikit-learn: pip install '.[fixture]'"
+        ) from err
 
     bunch = sk_load_digits()
     images = np.rint(bunch.images * (255.0 / 16.0)).astype(np.uint8)

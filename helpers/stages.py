@@ -204,7 +204,7 @@ def compare_readers(
 ) -> dict[str, StageResult]:
     """The same images read three ways, no cache, no shuffle: which reader is fastest?
 
-    * ``"Python generator (PIL)"``: one image at a time in Python (seed 001's baseline);
+    * ``"Python generator (PIL)"``: one image at a time in Python (a common tutorial's baseline);
     * ``"tf.data, one file per image"``: ``read_file`` + decode in a parallel
       map (under ``storage``: ``parallel`` concurrent reads);
     * ``"tf.data, TFRecord shards"``: ``interleave`` over the shards with
@@ -307,7 +307,7 @@ def memory_costs(scenarios: Mapping[str, Mapping[str, Any]]) -> list[dict[str, A
 
     Returns:
       Rows ``{"scenario", "element", "shuffle_buffer", "cache",
-      "interleave_buffers", "map_in_flight", "prefetch", "total"}`` in bytes.
+      "interleave_buffers", "map_in_flight", "batch", "prefetch", "total"}`` in bytes.
     """
     from helpers.pipeline import estimate_pipeline_memory
 
@@ -345,7 +345,7 @@ _STAGE_OF_CLASS = {
     "_RepeatDataset": "repeat",
     "_TakeDataset": "take",
 }
-#: The seed 003 pipeline after the file list, in order.
+#: A common tutorial's pipeline after the file list, in order.
 STAGES = ["interleave", "map", "cache", "shuffle", "batch", "prefetch"]
 _SOURCES = (
     "_TensorSliceDataset",

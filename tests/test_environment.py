@@ -43,3 +43,10 @@ def test_gpu_extra_is_tensorflow_and_cuda():
         "optional-dependencies"
     ]
     assert any(r.startswith("tensorflow[and-cuda]") for r in extras["gpu"])
+
+
+def test_dev_extra_includes_the_fixture_extra():
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    assert set(extras["fixture"]) <= set(extras["dev"])
