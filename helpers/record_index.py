@@ -15,6 +15,7 @@ import contextlib
 import operator
 import os
 import threading
+from array import array
 from typing import Any, SupportsIndex
 
 from helpers.records import (
@@ -121,8 +122,9 @@ class RecordSource:
         self.paths, expected = _shards_of(source)
         starts, spans = [0], []
         for path, records in zip(self.paths, expected, strict=True):
-            spans.append(_load_index(path, records))
-            starts.append(starts[-1] + len(spans[-1]))
+            pairs = _load_index(path, records)  # flat (offset, length) pairs: 16 bytes a record
+            spans.append(array("q", [v for pair in pairs for v in pair]))
+            starts.append(starts[-1] + len(pairs))
         self._starts = starts
         self._spans = spans
         self._files: dict[int, int] = {}
@@ -142,7 +144,8 @@ class RecordSource:
             raise IndexError(f"record {operator.index(i)} out of range for {len(self)} records")
         shard = bisect.bisect_right(self._starts, n) - 1
         local = n - self._starts[shard]
-        offset, length = self._spans[shard][local]
+        spans = self._spans[shard]
+        offset, length = spans[2 * local], spans[2 * local + 1]
         framed = os.pread(self._fd(shard), length, offset)
         return self._payload(shard, local, offset, framed)
 
