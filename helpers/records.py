@@ -46,7 +46,6 @@ __all__ = [
     "crc32c_py",
     "frame_record",
     "index_name",
-    "inspect",
     "inspect_shard",
     "is_lfs_pointer",
     "is_shard_name",

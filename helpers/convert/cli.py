@@ -27,29 +27,33 @@ class _OneLineParser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+_DESCRIPTION = (
+    "Convert class folders of images (DATASET/<class>/<image>) into size-based\n"
+    "TFRecord shards with an offset index each (.idx), labels.txt and manifest.json.\n"
+    "JPEG and plain PNG bytes are copied as they are; other images are converted to\n"
+    "RGB; bad files are skipped and listed in the manifest. The classic spellings\n"
+    "--dataset_path=..., --size_per_record=... and --output_path=... work too.\n"
+    "Rerunning the same command after an interruption keeps the completed shards."
+)
+_EPILOG = (
+    "examples:\n"
+    "  python -m helpers.convert --dataset-path data/images --output-path /tmp/shards\n"
+    "  python -m helpers.convert --dataset_path=images --size_per_record=16777216 "
+    "--output_path=tfrecords\n"
+    "  python -m helpers.records verify /tmp/shards     # check every CRC and checksum\n\n"
+    "exit status: 0 done (skipped files are listed, not fatal; see --strict),\n"
+    "1 conversion failed (completed shards kept: rerun to resume), 2 bad arguments\n"
+    "or input, 130 interrupted (completed shards kept: rerun to resume)."
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The CLI's argument parser (``python -m helpers.convert --help``)."""
     parser = _OneLineParser(
         prog="python -m helpers.convert",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=(
-            "Convert class folders of images (DATASET/<class>/<image>) into size-based\n"
-            "TFRecord shards with an offset index each (.idx), labels.txt and manifest.json.\n"
-            "JPEG and plain PNG bytes are copied as they are; other images are converted to\n"
-            "RGB; bad files are skipped and listed in the manifest. The classic spellings\n"
-            "--dataset_path=..., --size_per_record=... and --output_path=... work too.\n"
-            "Rerunning the same command after an interruption keeps the completed shards."
-        ),
-        epilog=(
-            "examples:\n"
-            "  python -m helpers.convert --dataset-path data/images --output-path /tmp/shards\n"
-            "  python -m helpers.convert --dataset_path=images --size_per_record=16777216 "
-            "--output_path=tfrecords\n"
-            "  python -m helpers.records verify /tmp/shards     # check every CRC and checksum\n\n"
-            "exit status: 0 done (skipped files are listed, not fatal; see --strict),\n"
-            "1 conversion failed (completed shards kept: rerun to resume), 2 bad arguments\n"
-            "or input, 130 interrupted (completed shards kept: rerun to resume)."
-        ),
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
     )
     parser.add_argument(
         "--dataset-path",

@@ -7,7 +7,9 @@ shard and its index are in place). A rerun with the same fingerprint keeps every
 listed shard whose file still has the recorded size and sha256 and whose index
 still has its recorded digest, and writes only the rest; the result is
 byte-identical to an uninterrupted run. The journal is removed once the manifest
-is written. A different fingerprint (changed files or settings) is refused.
+is written. A different fingerprint (changed files or settings) is refused. The
+first line also holds a fingerprint of the listing (every file's size and mtime)
+and the probe's refusals, so a rerun over unchanged files skips the header probe.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict
+from typing import Any
 
 from helpers.convert.planning import Plan
+from helpers.convert.scanning import Listing, ScanResult, listing_fingerprint, sort_outcomes
 from helpers.convert.shards import ShardResult
 from helpers.util import atomic_write, sha256_file
 
@@ -34,6 +38,35 @@ class Journal:
 
     def exists(self) -> bool:
         return os.path.exists(self.path)
+
+    def header(self) -> dict[str, Any]:
+        """The first line: plan and listing fingerprints, the probe's refusals."""
+        with open(self.path, encoding="utf-8") as f:
+            try:
+                return json.loads(f.readline())
+            except json.JSONDecodeError:
+                return {}
+
+    def rescan(self, dataset: str, listing: Listing, max_pixels: int) -> ScanResult | None:
+        """The scan result of the interrupted run, when no listed file changed since.
+
+        Costs one ``stat`` per file instead of reading every file's header again: a
+        resumed run then spends its time on the shards still to write.
+        """
+        header = self.header()
+        stats = []
+        for entry in listing.entries:
+            try:
+                st = os.stat(entry.path)
+            except OSError:
+                return None
+            stats.append((st.st_size, st.st_mtime_ns))
+        if header.get("listing_fingerprint") != listing_fingerprint(listing, stats, max_pixels):
+            return None
+        statuses: list[tuple[str, Any, int, int]] = [("ok", None, *st) for st in stats]
+        for i, status, reason in header.get("probe_outcomes", []):
+            statuses[i] = (status, reason, *stats[i])
+        return sort_outcomes(dataset, listing, statuses, max_pixels)
 
     def read(self) -> tuple[str | None, list[ShardResult]]:
         """The fingerprint and the completed shards listed (a torn last line is ignored)."""
@@ -69,7 +102,12 @@ class Journal:
 
     def start(self, plan: Plan, kept: dict[int, ShardResult]) -> None:
         """Write the journal afresh: the fingerprint, then the shards kept."""
-        lines = [json.dumps({"plan_fingerprint": plan.fingerprint})]
+        head = {
+            "plan_fingerprint": plan.fingerprint,
+            "listing_fingerprint": plan.scan.listing_fingerprint,
+            "probe_outcomes": plan.scan.probe_outcomes,
+        }
+        lines = [json.dumps(head)]
         lines += [json.dumps(asdict(kept[i])) for i in sorted(kept)]
         atomic_write(self.path, "\n".join(lines) + "\n")
 

@@ -24,7 +24,7 @@ from helpers.convert.output import (
 from helpers.convert.planning import Plan, plan
 from helpers.convert.pool import Runner
 from helpers.convert.resume import Journal
-from helpers.convert.scanning import probe_files, read_listing
+from helpers.convert.scanning import Listing, ScanResult, probe_files, read_listing
 from helpers.convert.settings import (
     DEFAULT_MAX_PIXELS,
     DEFAULT_SEED,
@@ -89,7 +89,9 @@ def convert(
     runner = Runner(_worker_count(workers, len(listing.entries)))
     the_plan, created, done = None, False, {}
     try:
-        the_plan = plan(probe_files(dataset, listing, max_pixels, runner, progress), settings)
+        scanned = _resumable_scan(output, overwrite, dataset, listing, max_pixels)
+        scanned = scanned or probe_files(dataset, listing, max_pixels, runner, progress)
+        the_plan = plan(scanned, settings)
         created, done = prepare_output(output, the_plan, overwrite, log)
         kept = len(done)
         _write_shards(the_plan, output, runner, done, progress)
@@ -131,6 +133,16 @@ def _write_shards(
             done[result.index] = result
             journal.append(result)
             bar.update(len(todo[i].files))
+
+
+def _resumable_scan(
+    output: str, overwrite: bool, dataset: str, listing: Listing, max_pixels: int
+) -> ScanResult | None:
+    """An interrupted run's scan, when its files are unchanged (then no header is read again)."""
+    journal = Journal(output)
+    if overwrite or not journal.exists():
+        return None
+    return journal.rescan(dataset, listing, max_pixels)
 
 
 def _prepared(output: str, the_plan: Plan) -> bool:

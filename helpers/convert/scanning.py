@@ -7,6 +7,7 @@ another engine can run :func:`scan` once and hand it to :func:`helpers.convert.p
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from dataclasses import dataclass, field
@@ -29,15 +30,17 @@ __all__ = [
     "Listing",
     "ScanResult",
     "list_dataset",
+    "listing_fingerprint",
     "probe_files",
     "scan",
+    "sort_outcomes",
 ]
 
 # Names that are never classes even though they are folders (archive / NAS / Python junk).
 JUNK_DIRS = frozenset({"__MACOSX", "__pycache__", "@eaDir", "lost+found"})
 
 
-@dataclass
+@dataclass(slots=True)
 class _Entry:
     path: str  # absolute path (may hold surrogate-escaped bytes)
     rel: str  # "class/file" relative to the dataset root
@@ -55,7 +58,7 @@ class Listing:
     skipped: list[dict[str, str]] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FileRecord:
     """One usable image, as probed: the unit the plan orders and shards.
 
@@ -88,6 +91,11 @@ class ScanResult:
     skipped: list[dict[str, str]]
     ignored: list[dict[str, str]]
     non_utf8_names: list[str]
+    #: sha256 over the listing, every entry's size and mtime and ``max_pixels``: when it
+    #: is unchanged, so are the probe outcomes (a resumed run reuses them, see .resume)
+    listing_fingerprint: str = ""
+    #: ``[entry index, "skip" | "ignore", reason]`` for every listed file the probe refused
+    probe_outcomes: list[list[Any]] = field(default_factory=list)
 
 
 def _sort_key(entry: os.DirEntry) -> bytes:
@@ -163,15 +171,16 @@ def _probe_entry(entry: _Entry, max_pixels: int) -> tuple[str, Any, int, int]:
     """Probe one file on disk.
 
     Returns:
-      ``(status, info, size, mtime_ns)``: status ``"ok"`` (info: the Probe), ``"skip"``
-      or ``"ignore"`` (info: the reason).
+      ``(status, reason, size, mtime_ns)``: status ``"ok"`` (reason ``None``; the
+      probe is repeated on the bytes actually written), ``"skip"`` or ``"ignore"``.
     """
     size = mtime = 0
     try:
         with open(entry.path, "rb") as f:
             st = os.fstat(f.fileno())
             size, mtime = st.st_size, st.st_mtime_ns
-            return "ok", probe(f, size, entry.ext, max_pixels), size, mtime
+            probe(f, size, entry.ext, max_pixels)  # raises Skip / Ignore
+            return "ok", None, size, mtime
     except Skip as s:
         return "skip", str(s), size, mtime
     except Ignore as s:
@@ -217,9 +226,32 @@ def probe_files(
         for index, results in runner.run(_probe_batch, batches, max_pixels):
             statuses[index * batch : index * batch + len(results)] = results
             bar.update(len(results))
+    return sort_outcomes(dataset, listing, statuses, max_pixels)
+
+
+def listing_fingerprint(listing: Listing, stats: list[tuple[int, int]], max_pixels: int) -> str:
+    """sha256 over the classes, every listed file's path bytes, size and mtime, and the limit."""
+    digest = hashlib.sha256(f"{max_pixels}\n".encode())
+    for name in listing.classes:
+        digest.update(b"class " + os.fsencode(name) + b"\n")
+    for entry, (size, mtime) in zip(listing.entries, stats, strict=True):
+        digest.update(os.fsencode(entry.rel) + f"\0{size}\0{mtime}\n".encode())
+    return digest.hexdigest()
+
+
+def sort_outcomes(
+    dataset: str, listing: Listing, statuses: list[tuple[str, Any, int, int]], max_pixels: int
+) -> ScanResult:
+    """Turn per-entry probe outcomes into the :class:`ScanResult` (usable, skipped, ignored).
+
+    Raises:
+      ConvertError: no usable image at all.
+    """
     class_texts = [display_name(c) for c in listing.classes]
-    files, skipped, ignored = [], list(listing.skipped), list(listing.ignored)
-    for entry, (status, info, size, mtime) in zip(listing.entries, statuses, strict=True):
+    files, skipped, ignored, outcomes = [], list(listing.skipped), list(listing.ignored), []
+    for i, (entry, (status, info, size, mtime)) in enumerate(
+        zip(listing.entries, statuses, strict=True)
+    ):
         if status == "ok":
             text = class_texts[entry.label]
             files.append(
@@ -228,6 +260,7 @@ def probe_files(
         else:
             target = skipped if status == "skip" else ignored
             target.append({"path": display_name(entry.rel), "reason": info})
+            outcomes.append([i, status, info])
     if not files:
         raise ConvertError(
             f"no usable images in the {len(listing.classes)} class folder(s) of "
@@ -238,7 +271,11 @@ def probe_files(
         {display_name(e.rel) for e in listing.entries if not is_utf8(e.rel)}
         | {display_name(c) for c in listing.classes if not is_utf8(c)}
     )
-    return ScanResult(dataset, class_texts, files, skipped, ignored, non_utf8)
+    stats = [(size, mtime) for _, _, size, mtime in statuses]
+    fingerprint = listing_fingerprint(listing, stats, max_pixels)
+    return ScanResult(
+        dataset, class_texts, files, skipped, ignored, non_utf8, fingerprint, outcomes
+    )
 
 
 def scan(

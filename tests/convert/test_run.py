@@ -22,7 +22,7 @@ from PIL import Image
 
 from helpers import convert as C
 from helpers import records as R
-from helpers.convert import output, shards
+from helpers.convert import output, scanning, shards
 
 
 def test_layout_manifest_and_both_readers(tmp_path):
@@ -207,6 +207,10 @@ def _fill_disk_at(monkeypatch, write_number: int) -> dict:
     return calls
 
 
+def _no_probe(*args):
+    raise AssertionError("a resumed run over unchanged files probed a header")
+
+
 def test_enospc_keeps_completed_shards_and_a_rerun_resumes(tmp_path, monkeypatch, capsys):
     ds = make_dataset(tmp_path / "ds", classes=2, per_class=5)
     ref = tmp_path / "ref"
@@ -220,7 +224,9 @@ def test_enospc_keeps_completed_shards_and_a_rerun_resumes(tmp_path, monkeypatch
     assert "manifest.json" not in left and not any(".tmp-" in n for n in left)
     kept = {n for n in left if n.endswith(".tfrecord")}
     assert kept and all((out / n).read_bytes() == (ref / n).read_bytes() for n in kept)
-    manifest = run(ds, out, size_per_record=2000)  # the same command again: resumes
+    with monkeypatch.context() as m:  # unchanged files: their headers are not probed again
+        m.setattr(scanning, "_probe_batch", _no_probe)
+        manifest = run(ds, out, size_per_record=2000)  # the same command again: resumes
     assert files_of(out) == files_of(ref) and manifest == json.loads(
         (ref / "manifest.json").read_text()
     )
