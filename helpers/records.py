@@ -10,46 +10,89 @@ A TFRecord file is a sequence of records, each framed as::
 where ``masked_crc(x) = ((crc >> 15 | crc << 17) + 0xa282ead8) mod 2**32`` and
 CRC32C is the Castagnoli CRC. Nothing else: no header, no index, no footer.
 That is why a file cut exactly at a record boundary looks like a clean,
-shorter file, and why :func:`verify` compares counts against a manifest.
+shorter file, why :func:`verify` compares counts against a manifest, and why the
+converter writes an offset index beside each shard (:mod:`helpers.record_index`).
 
-CLI::
+This module holds the framing (CRCs, reader, writer) and the file-name rules;
+``verify`` (:mod:`helpers.verify`), the index and ``RecordSource``
+(:mod:`helpers.record_index`) and the CLI (:mod:`helpers.records_cli`) build on it
+and are importable from here too. CLI::
 
     python -m helpers.records verify PATH... [--manifest manifest.json]
     python -m helpers.records inspect PATH [--limit N]
+    python -m helpers.records count DIR
+    python -m helpers.records index SHARD...
 """
 
 from __future__ import annotations
 
-import argparse
 import gzip
-import hashlib
-import io
-import json
 import os
 import struct
 import sys
 import types
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import IO, Any, BinaryIO
+from typing import IO, TYPE_CHECKING, Any, BinaryIO
+
+from helpers.util import sha256_file
 
 __all__ = [
+    "INDEX_SUFFIX",
+    "LFS_POINTER_PREFIX",
     "RecordError",
+    "RecordSource",
     "ShardReport",
     "crc32c",
     "crc32c_py",
     "frame_record",
-    "inspect",
+    "index_name",
+    "inspect_shard",
+    "is_lfs_pointer",
+    "is_shard_name",
     "load_features",
     "main",
     "masked_crc",
+    "read_index",
     "read_records",
+    "scan_spans",
+    "sha256_file",
     "unmask_crc",
     "verify",
     "verify_paths",
+    "write_index",
     "write_records",
 ]
+
+if TYPE_CHECKING:  # defined in the modules that build on this one (see __getattr__)
+    from helpers.record_index import RecordSource, read_index, scan_spans, write_index
+    from helpers.records_cli import inspect_shard, main
+    from helpers.verify import ShardReport, verify, verify_paths
+
+    inspect = inspect_shard
+
+# Defined in the modules that build on this one, importable from here as before.
+_ELSEWHERE = {
+    "ShardReport": "helpers.verify",
+    "verify": "helpers.verify",
+    "verify_paths": "helpers.verify",
+    "RecordSource": "helpers.record_index",
+    "read_index": "helpers.record_index",
+    "scan_spans": "helpers.record_index",
+    "write_index": "helpers.record_index",
+    "inspect_shard": "helpers.records_cli",
+    "main": "helpers.records_cli",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "inspect":  # the old name; it shadowed the stdlib module in ``import *``
+        name = "inspect_shard"
+    if name in _ELSEWHERE:
+        import importlib
+
+        return getattr(importlib.import_module(_ELSEWHERE[name]), name)
+    raise AttributeError(f"module 'helpers.records' has no attribute {name!r}")
+
 
 _MASK_DELTA = 0xA282EAD8
 _HEADER = struct.Struct("<QI")
@@ -62,6 +105,46 @@ class RecordError(ValueError):
     def __init__(self, path: str, index: int, offset: int, problem: str):
         self.path, self.index, self.offset, self.problem = path, index, offset, problem
         super().__init__(f"{path}: record {index} at byte {offset}: {problem}")
+
+
+#: The first line of a git-LFS pointer file: what a clone without ``git lfs pull`` holds
+#: in place of each large file (a common cause of "corrupted" images and shards).
+LFS_POINTER_PREFIX = b"version https://git-lfs.github.com/spec/v1"
+INDEX_SUFFIX = ".idx"
+LFS_POINTER_SHARD = (
+    "a git-LFS pointer file, not the shard (the repository was cloned without the LFS "
+    "objects: run `git lfs pull`)"
+)
+
+
+def is_lfs_pointer(head: bytes) -> bool:
+    """Whether a file starting with ``head`` is a git-LFS pointer, not the real content."""
+    return head.startswith(LFS_POINTER_PREFIX)
+
+
+def is_shard_name(name: str) -> bool:
+    """Whether a file name is a TFRecord shard: ``*.tfrecord*``, not hidden, not a temporary.
+
+    The one test used by the converter, ``verify`` and the pipeline (an index file,
+    ``*.idx``, never contains ``.tfrecord``; see :func:`index_name`).
+    """
+    return (
+        ".tfrecord" in name
+        and not name.startswith(".")
+        and not name.endswith((".tmp", ".partial", INDEX_SUFFIX))
+    )
+
+
+def index_name(shard: str) -> str:
+    """The offset index's file name for a shard: ``.tfrecord`` dropped, ``.idx`` appended.
+
+    ``train-00000-of-00004.tfrecord`` -> ``train-00000-of-00004.idx``, so the pair
+    matches the ``tfrecord`` package's ``data_pattern="{}.tfrecord"`` /
+    ``index_pattern="{}.idx"`` and the index is never mistaken for a shard.
+    """
+    folder, name = os.path.split(os.fspath(shard))
+    stem = name.replace(".tfrecord", "", 1)
+    return os.path.join(folder, stem + INDEX_SUFFIX)
 
 
 def _make_table() -> list[int]:
@@ -237,151 +320,6 @@ def read_records(
             f.close()
 
 
-def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
-    """Hex sha256 of a file, read in 1 MiB chunks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
-
-
-@dataclass
-class ShardReport:
-    """The result of verifying one shard."""
-
-    path: str
-    records: int = 0
-    bytes: int = 0
-    errors: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors
-
-
-def verify(
-    path: str | os.PathLike,
-    expected: dict[str, Any] | None = None,
-    compression: str | None = None,
-) -> ShardReport:
-    """Read a whole shard, check every CRC and, if given, its manifest entry.
-
-    Args:
-      path: the shard.
-      expected: the shard's manifest entry (keys ``records``, ``bytes``,
-        ``sha256`` and optionally ``record_sha256``: a list with one hex digest
-        per record, which catches a flipped bit that still decodes).
-      compression: ``None`` or ``"GZIP"``.
-
-    Returns:
-      A :class:`ShardReport`; ``report.errors`` names every problem found.
-    """
-    report = ShardReport(path=os.fspath(path))
-    if not os.path.exists(path):
-        report.errors.append(f"{path}: missing")
-        return report
-    report.bytes = os.path.getsize(path)
-    record_hashes = (expected or {}).get("record_sha256")
-    try:
-        for i, data in enumerate(read_records(path, compression=compression)):
-            if record_hashes is not None and i < len(record_hashes):
-                if hashlib.sha256(data).hexdigest() != record_hashes[i]:
-                    report.errors.append(
-                        f"{path}: record {i}: payload differs from the manifest's sha256"
-                    )
-            report.records += 1
-    except RecordError as err:
-        report.errors.append(str(err))
-    if expected:
-        if "records" in expected and expected["records"] != report.records:
-            hint = ""
-            if not report.errors and report.records < expected["records"]:
-                # TF's reader is silent here: the file simply looks shorter.
-                hint = (
-                    f" (the file ends cleanly after record {report.records - 1}: cut at a "
-                    "record boundary?)"
-                )
-            report.errors.append(
-                f"{path}: {report.records} records readable, manifest says "
-                f"{expected['records']}{hint}"
-            )
-        if "bytes" in expected and expected["bytes"] != report.bytes:
-            report.errors.append(f"{path}: {report.bytes} bytes, manifest says {expected['bytes']}")
-        if "sha256" in expected and not report.errors and sha256_file(path) != expected["sha256"]:
-            report.errors.append(f"{path}: sha256 differs from the manifest")
-    return report
-
-
-def verify_paths(
-    paths: list[str], manifest: str | os.PathLike | None = None, compression: str | None = None
-) -> list[ShardReport]:
-    """Verify shards; with a manifest also check for missing and stray shards.
-
-    Args:
-      paths: shard files or directories (a directory means every shard the
-        manifest lists, plus any ``*.tfrecord*`` file in it).
-      manifest: ``manifest.json`` written by :mod:`helpers.convert`; when
-        ``None`` and a directory holding one is given, that one is used.
-      compression: ``None`` or ``"GZIP"``.
-
-    Returns:
-      One report per shard (plus pseudo-reports for missing / stray shards).
-    """
-    files: list[Path] = []
-    manifest_data: dict[str, Any] | None = None
-    for p in map(Path, paths):
-        if p.is_dir():
-            if manifest is None and (p / "manifest.json").exists():
-                manifest = p / "manifest.json"
-            files.extend(
-                sorted(
-                    q for q in p.iterdir() if ".tfrecord" in q.name and not q.name.startswith(".")
-                )
-            )
-        else:
-            files.append(p)
-    if manifest is not None:
-        manifest_data = json.loads(Path(manifest).read_text())
-        compression = compression or manifest_data.get("compression")
-    entries = {s["file"]: s for s in (manifest_data or {}).get("shards", [])}
-    reports: list[ShardReport] = []
-    seen = set()
-    for f in files:
-        seen.add(f.name)
-        entry = entries.get(f.name)
-        if manifest_data is not None and entry is None:
-            reports.append(
-                ShardReport(str(f), errors=[f"{f}: not listed in the manifest (a stray shard?)"])
-            )
-            continue
-        reports.append(verify(f, entry, compression))
-    if manifest_data is not None:
-        base = Path(manifest).parent
-        for name in entries:
-            if name not in seen:
-                reports.append(
-                    ShardReport(
-                        str(base / name),
-                        errors=[f"{base / name}: listed in the manifest but missing"],
-                    )
-                )
-    return reports
-
-
-def _describe_value(kind: str | None, values: list[Any]) -> str:
-    if kind is None:
-        return "(empty)"
-    shown = []
-    for v in values[:4]:
-        if isinstance(v, bytes):
-            shown.append(repr(v[:24]) + (f"... ({len(v)} bytes)" if len(v) > 24 else ""))
-        else:
-            shown.append(repr(v))
-    more = f" ... ({len(values)} values)" if len(values) > 4 else ""
-    return "[" + ", ".join(shown) + "]" + more
-
-
 def load_features(light: bool = False) -> types.ModuleType:
     """Import :mod:`helpers.features`, optionally without the TensorFlow runtime.
 
@@ -393,7 +331,7 @@ def load_features(light: bool = False) -> types.ModuleType:
     parent packages ``tensorflow`` and ``tensorflow.core`` are registered as
     plain namespace modules first, so only the protobuf files load. The bytes
     produced are identical (same modules, same protobuf runtime); a test in
-    ``tests/test_convert.py`` checks it.
+    ``tests/convert/test_encode.py`` checks it.
 
     Args:
       light: skip ``tensorflow/__init__.py`` if TensorFlow is not imported yet.
@@ -421,119 +359,8 @@ def load_features(light: bool = False) -> types.ModuleType:
     return features
 
 
-def inspect(
-    path: str | os.PathLike, limit: int = 1, compression: str | None = None
-) -> dict[str, Any]:
-    """Summarise a shard: record count, feature names / kinds / lengths, sample values.
-
-    Args:
-      path: the shard.
-      limit: how many sample records to describe.
-      compression: ``None`` or ``"GZIP"``.
-
-    Returns:
-      ``{"path", "records", "bytes", "features": {name: {"kind", "lengths"}}, "samples": [...]}``.
-    """
-    features = load_features(light=_LIGHT)
-    Example, feature_kind = features.Example, features.feature_kind
-
-    features: dict[str, dict[str, Any]] = {}
-    samples: list[dict[str, str]] = []
-    count = 0
-    for data in read_records(path, compression=compression):
-        example = Example()
-        example.ParseFromString(data)
-        sample = {}
-        for key, feat in sorted(example.features.feature.items()):
-            kind = feature_kind(feat)
-            values = list(getattr(feat, kind).value) if kind else []
-            info = features.setdefault(key, {"kind": kind, "lengths": set()})
-            info["lengths"].add(len(values))
-            if count < limit:
-                sample[key] = _describe_value(kind, values)
-        if count < limit:
-            samples.append(sample)
-        count += 1
-    for info in features.values():
-        info["lengths"] = sorted(info["lengths"])
-    return {
-        "path": os.fspath(path),
-        "records": count,
-        "bytes": os.path.getsize(path),
-        "features": features,
-        "samples": samples,
-    }
-
-
-def _guess_compression(path: str, given: str | None) -> str | None:
-    if given:
-        return None if given.lower() == "none" else given.upper()
-    return "GZIP" if path.endswith((".gz", ".gzip")) else None
-
-
-_LIGHT = False  # True when run as ``python -m helpers.records`` (never needs the TF runtime)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """CLI entry point; returns the exit status."""
-    parser = argparse.ArgumentParser(
-        prog="python -m helpers.records", description=__doc__.split("\n\n")[0]
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    v = sub.add_parser("verify", help="check every CRC (and the manifest's counts/checksums)")
-    v.add_argument("paths", nargs="+", help="shard files or a converter output directory")
-    v.add_argument("--manifest", help="manifest.json (default: the one in a given directory)")
-    v.add_argument(
-        "--compression", help="GZIP or none (default: from the manifest or the file name)"
-    )
-    i = sub.add_parser("inspect", help="record count, feature names/types and a sample")
-    i.add_argument("path")
-    i.add_argument("--limit", type=int, default=1, help="sample records to show (default 1)")
-    i.add_argument("--compression", help="GZIP or none (default: from the file name)")
-    args = parser.parse_args(argv)
-
-    if args.command == "verify":
-        comp = (
-            args.compression.upper()
-            if args.compression and args.compression.lower() != "none"
-            else None
-        )
-        try:
-            reports = verify_paths(args.paths, args.manifest, comp)
-        except (OSError, json.JSONDecodeError) as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 2
-        if not reports:
-            print("error: no shards found in " + " ".join(args.paths), file=sys.stderr)
-            return 2
-        bad = [r for r in reports if not r.ok]
-        for r in reports:
-            status = "ok " if r.ok else "BAD"
-            print(f"{status} {r.path}: {r.records} records, {r.bytes} bytes")
-            for e in r.errors:
-                print(f"    {e}")
-        total = sum(r.records for r in reports)
-        print(f"{len(reports)} shards, {total} records, {len(bad)} with problems")
-        return 1 if bad else 0
-
-    path = args.path
-    try:
-        info = inspect(path, args.limit, _guess_compression(path, args.compression))
-    except (OSError, RecordError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    out = io.StringIO()
-    print(f"{info['path']}: {info['records']} records, {info['bytes']} bytes", file=out)
-    for key, feat in sorted(info["features"].items()):
-        print(f"  {key:<24} {str(feat['kind']):<11} lengths {feat['lengths']}", file=out)
-    for n, sample in enumerate(info["samples"]):
-        print(f"record {n}:", file=out)
-        for key, desc in sample.items():
-            print(f"  {key} = {desc}", file=out)
-    print(out.getvalue(), end="")
-    return 0
-
-
 if __name__ == "__main__":
-    _LIGHT = True
-    sys.exit(main())
+    import helpers.records_cli as _cli
+
+    _cli.LIGHT = True  # this process never needs the TensorFlow runtime
+    sys.exit(_cli.main())

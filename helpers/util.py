@@ -114,6 +114,9 @@ def progress_bar(
     total: int | None, desc: str, *, enabled: bool = True, unit: str = "it", leave: bool = False
 ) -> Any:
     """A tqdm bar (a widget in Jupyter, text on stderr elsewhere); a no-op when not enabled."""
-    from tqdm.auto import tqdm
+    if enabled:
+        from tqdm.auto import tqdm
+    else:  # tqdm.auto warns in a kernel without ipywidgets even for a disabled bar
+        from tqdm.std import tqdm
 
     return tqdm(total=total, desc=desc, unit=unit, disable=not enabled, leave=leave)

@@ -13,16 +13,16 @@ from PIL import Image
 
 from helpers import fixture
 from helpers.fixture import (
+    CHECKSUMS_NAME,
     CLASSES,
     DATA_DIR,
-    MANIFEST_NAME,
     REGRESSION_COUNT,
     REGRESSION_SIZE,
     compare,
     draw_image,
     generate,
     load_digits,
-    read_manifest,
+    read_checksums,
     regression_params,
 )
 
@@ -36,7 +36,7 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
 
 @pytest.fixture(scope="module")
 def fresh_manifest(generated: tuple[Path, dict]) -> dict[str, str]:
-    return read_manifest(generated[0] / MANIFEST_NAME)
+    return read_checksums(generated[0] / CHECKSUMS_NAME)
 
 
 def _jpegs(root: Path) -> list[Path]:
@@ -50,9 +50,9 @@ def test_generation_is_deterministic(
     generated: tuple[Path, dict], fresh_manifest: dict[str, str], tmp_path: Path
 ) -> None:
     summary = generate(tmp_path, progress=False)
-    again = read_manifest(tmp_path / MANIFEST_NAME)
+    again = read_checksums(tmp_path / CHECKSUMS_NAME)
     assert again == fresh_manifest
-    assert summary == {**generated[1], "manifest": str(tmp_path / MANIFEST_NAME)}
+    assert summary == {**generated[1], "checksums": str(tmp_path / CHECKSUMS_NAME)}
     assert compare(tmp_path, fresh_manifest) == []
 
 
@@ -64,18 +64,18 @@ def test_manifest_lists_every_generated_file(generated: tuple[Path, dict]) -> No
         for p in (out / sub).rglob("*")
         if p.is_file()
     }
-    lines = (out / MANIFEST_NAME).read_text(encoding="utf-8").splitlines()
+    lines = (out / CHECKSUMS_NAME).read_text(encoding="utf-8").splitlines()
     entries = [line for line in lines if not line.startswith("#")]
     assert all(re.fullmatch(r"[0-9a-f]{64}  \S+", line) for line in entries)  # sha256sum -c format
-    assert set(read_manifest(out / MANIFEST_NAME)) == on_disk
+    assert set(read_checksums(out / CHECKSUMS_NAME)) == on_disk
     assert summary["files"] == len(on_disk)
 
 
 def test_committed_data_matches_generator(fresh_manifest: dict[str, str]) -> None:
     """`python -m helpers.fixture --check` on the committed data/ (without a third generation)."""
     problems = compare(DATA_DIR, fresh_manifest)
-    manifest = DATA_DIR / MANIFEST_NAME
-    written_with = fixture._manifest_versions(manifest) if manifest.is_file() else "unknown"
+    manifest = DATA_DIR / CHECKSUMS_NAME
+    written_with = fixture._checksum_versions(manifest) if manifest.is_file() else "unknown"
     assert problems == [], (
         "data/ differs from what helpers.fixture generates "
         "(regenerate with `python -m helpers.fixture` if the generator changed):\n"
@@ -98,7 +98,7 @@ def test_compare_names_tampered_missing_and_stray_files(
         "missing: regression/metadata.csv",
         "unexpected: images/circle/stray.jpg",
     ]
-    (copy / MANIFEST_NAME).write_text("0" * 64 + "  images/circle/circle_0002.jpg\n")
+    (copy / CHECKSUMS_NAME).write_text("0" * 64 + "  images/circle/circle_0002.jpg\n")
     assert "stale manifest entry: images/circle/circle_0002.jpg" in compare(copy, fresh_manifest)
 
 
@@ -110,7 +110,7 @@ def test_cli_check_exit_codes(
 ) -> None:
     copy = tmp_path / "data"
     shutil.copytree(generated[0], copy)
-    fresh = read_manifest(generated[0] / MANIFEST_NAME)
+    fresh = read_checksums(generated[0] / CHECKSUMS_NAME)
     # Reuse the module's generation instead of regenerating for each --check.
     monkeypatch.setattr(fixture, "check", lambda data_dir, progress=False: compare(data_dir, fresh))
     assert fixture.main(["--check", "--output", str(copy), "--quiet"]) == 0
@@ -133,7 +133,7 @@ def test_regenerating_removes_files_no_longer_generated(tmp_path: Path) -> None:
     stale.write_bytes(b"old")
     keeper = tmp_path / "images" / "notes.txt"
     keeper.write_text("not in the manifest: left alone")
-    (tmp_path / MANIFEST_NAME).write_text(f"{'0' * 64}  images/circle/circle_9999.jpg\n")
+    (tmp_path / CHECKSUMS_NAME).write_text(f"{'0' * 64}  images/circle/circle_9999.jpg\n")
     fixture._remove_stale(tmp_path, keep=set())
     assert not stale.exists() and keeper.exists()
 

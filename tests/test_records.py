@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
 import shutil
 import struct
 import subprocess
@@ -26,7 +27,9 @@ from PIL import Image
 
 from helpers import convert as C
 from helpers import features as F
+from helpers import manifest as M
 from helpers import records as R
+from helpers.util import sha256_file
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -114,17 +117,15 @@ def shards(tmp_path) -> Path:
     for s in range(2):
         name = C.shard_name("train", s, 2)
         R.write_records(out / name, [payload(i) for i in range(N)])
+        index = R.write_index(out / name)
         data = (out / name).read_bytes()
         entries.append(
-            {
-                "file": name,
-                "records": N,
-                "bytes": len(data),
-                "sha256": hashlib.sha256(data).hexdigest(),
-                "record_sha256": [hashlib.sha256(payload(i)).hexdigest() for i in range(N)],
-            }
-        )
-    (out / "manifest.json").write_text(json.dumps({"shards": entries, "compression": None}))
+            M.ShardEntry(
+                name, N, len(data), hashlib.sha256(data).hexdigest(), {"c": N},
+                os.path.basename(index), sha256_file(index),
+            )
+        )  # fmt: skip
+    M.write_manifest_file(M.Manifest("train", "ds", ["c"], {}, {}, entries), out)
     return out
 
 
@@ -266,7 +267,9 @@ def _flip_decodable_bit(jpeg: bytes) -> bytes:
     raise AssertionError("no decodable bit flip found")
 
 
-def test_bit_flip_in_jpeg_data_caught_by_record_sha256(tmp_path):
+def test_bit_flip_in_reframed_jpeg_data_caught_by_the_shard_sha256(tmp_path):
+    """A change with valid CRCs (the record was rewritten, not damaged on disk) still
+    decodes; only the manifest's whole-shard sha256 catches it."""
     ds = tmp_path / "ds"
     rng = np.random.default_rng(3)
     for i in range(3):
@@ -292,7 +295,7 @@ def test_bit_flip_in_jpeg_data_caught_by_record_sha256(tmp_path):
     assert R.verify(shard).ok  # CRCs alone cannot tell
     proc = verify_cli(out)
     assert proc.returncode == 1
-    assert f"{shard}: record 1: payload differs from the manifest's sha256" in proc.stdout
+    assert f"{shard}: sha256 differs from the manifest" in proc.stdout
 
 
 # --------------------------------------------------------------------------- inspect
@@ -321,3 +324,66 @@ def test_inspect_function(shards):
     info = R.inspect(shards / C.shard_name("train", 0, 2), limit=2)
     assert info["records"] == N and len(info["samples"]) == 2
     assert info["features"]["i"] == {"kind": "int64_list", "lengths": [1]}
+
+
+# --------------------------------------------------------------------------- locate, LFS, names
+
+
+def test_damage_is_located_by_file_record_and_byte_offset(shards):
+    victim = shards / C.shard_name("train", 1, 2)
+    data = bytearray(victim.read_bytes())
+    data[offset(3) + 12 + 5] ^= 0x40  # a flipped bit inside record 3's payload
+    victim.write_bytes(bytes(data))
+    proc = verify_cli(shards)
+    assert proc.returncode == 1
+    assert f"{victim}: record 3 at byte {offset(3)}: data CRC mismatch" in proc.stdout
+
+
+def test_git_lfs_pointer_named_in_place_of_a_shard(shards):
+    victim = shards / C.shard_name("train", 0, 2)
+    victim.write_text(
+        "version https://git-lfs.github.com/spec/v1\n"
+        "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12345\n"
+    )
+    report = R.verify(victim)
+    assert not report.ok and "git-LFS pointer file" in report.errors[0]
+    assert "git lfs pull" in verify_cli(shards).stdout
+
+
+def test_index_checked_and_rebuilt_by_the_cli(shards):
+    name = C.shard_name("train", 0, 2)
+    index = shards / R.index_name(name)
+    good = index.read_text()
+    assert good.splitlines()[2] == f"{offset(2)} {len(payload(2)) + 16}"
+    index.write_text(good.replace(f"{offset(2)} ", f"{offset(2) + 1} ", 1))
+    proc = verify_cli(shards)
+    assert proc.returncode == 1 and "sha256 differs from the manifest" in proc.stdout
+    index.unlink()
+    rebuilt = subprocess.run(
+        [sys.executable, "-m", "helpers.records", "index", str(shards / name)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert rebuilt.returncode == 0 and index.read_text() == good
+    assert verify_cli(shards).returncode == 0
+
+
+def test_count_answers_from_the_manifest(shards):
+    proc = subprocess.run(
+        [sys.executable, "-m", "helpers.records", "count", str(shards), "--per-shard"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0
+    assert proc.stdout.splitlines()[-1] == f"{2 * N} records in 2 shards"
+    for s in range(2):  # the shards themselves are not needed
+        (shards / C.shard_name("train", s, 2)).unlink()
+    assert R.main(["count", str(shards)]) == 0
+
+
+def test_shard_and_index_names():
+    assert R.index_name("train-00000-of-00004.tfrecord") == "train-00000-of-00004.idx"
+    assert R.index_name("/d/x.tfrecord-00001-of-00010") == "/d/x-00001-of-00010.idx"
+    assert R.is_shard_name("train-00000-of-00004.tfrecord")
+    assert R.is_shard_name("data.tfrecord.gz")
+    for name in ("train-00000-of-00004.idx", ".train.tfrecord.tmp-1-ab", "x.tfrecord.partial"):
+        assert not R.is_shard_name(name)
+    assert R.inspect is R.inspect_shard  # the old name still works

@@ -1,0 +1,125 @@
+"""Resuming an interrupted conversion: a journal of the shards already complete.
+
+Before the first shard is written, the converter writes ``.convert-journal.jsonl``
+in the output folder: a first line with the plan fingerprint, then one line per
+shard as it completes (appended and fsync'd by the parent process, after the
+shard and its index are in place). A rerun with the same fingerprint keeps every
+listed shard whose file still has the recorded size and sha256 and whose index
+still has its recorded digest, and writes only the rest; the result is
+byte-identical to an uninterrupted run. The journal is removed once the manifest
+is written. A different fingerprint (changed files or settings) is refused. The
+first line also holds a fingerprint of the listing (every file's size and mtime)
+and the probe's refusals, so a rerun over unchanged files skips the header probe.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict
+from typing import Any
+
+from helpers.convert.planning import Plan
+from helpers.convert.scanning import Listing, ScanResult, listing_fingerprint, sort_outcomes
+from helpers.convert.shards import ShardResult
+from helpers.util import atomic_write, sha256_file
+
+__all__ = ["JOURNAL_NAME", "Journal"]
+
+JOURNAL_NAME = ".convert-journal.jsonl"
+
+
+class Journal:
+    """The journal file of one output folder."""
+
+    def __init__(self, output_dir: str):
+        self.path = os.path.join(output_dir, JOURNAL_NAME)
+        self.output_dir = output_dir
+
+    def exists(self) -> bool:
+        return os.path.exists(self.path)
+
+    def header(self) -> dict[str, Any]:
+        """The first line: plan and listing fingerprints, the probe's refusals."""
+        with open(self.path, encoding="utf-8") as f:
+            try:
+                return json.loads(f.readline())
+            except json.JSONDecodeError:
+                return {}
+
+    def rescan(self, dataset: str, listing: Listing, max_pixels: int) -> ScanResult | None:
+        """The scan result of the interrupted run, when no listed file changed since.
+
+        Costs one ``stat`` per file instead of reading every file's header again: a
+        resumed run then spends its time on the shards still to write.
+        """
+        header = self.header()
+        stats = []
+        for entry in listing.entries:
+            try:
+                st = os.stat(entry.path)
+            except OSError:
+                return None
+            stats.append((st.st_size, st.st_mtime_ns))
+        if header.get("listing_fingerprint") != listing_fingerprint(listing, stats, max_pixels):
+            return None
+        statuses: list[tuple[str, Any, int, int]] = [("ok", None, *st) for st in stats]
+        for i, status, reason in header.get("probe_outcomes", []):
+            statuses[i] = (status, reason, *stats[i])
+        return sort_outcomes(dataset, listing, statuses, max_pixels)
+
+    def read(self) -> tuple[str | None, list[ShardResult]]:
+        """The fingerprint and the completed shards listed (a torn last line is ignored)."""
+        fingerprint, results = None, []
+        with open(self.path, encoding="utf-8") as f:
+            for n, line in enumerate(f):
+                try:
+                    entry = json.loads(line)
+                except json.JSONDecodeError:
+                    break  # killed while appending: everything before it is valid
+                if n == 0:
+                    fingerprint = entry.get("plan_fingerprint")
+                else:
+                    results.append(ShardResult(**entry))
+        return fingerprint, results
+
+    def keep_completed(self, plan: Plan) -> dict[int, ShardResult]:
+        """Listed shards that still match the plan and their recorded size and digests."""
+        _, results = self.read()
+        kept = {}
+        for r in results:
+            if r.index >= len(plan.tasks) or plan.tasks[r.index].name != r.name:
+                continue
+            shard = os.path.join(self.output_dir, r.name)
+            index = os.path.join(self.output_dir, r.index_name)
+            try:
+                same = os.path.getsize(shard) == r.bytes and os.path.exists(index)
+            except OSError:
+                continue
+            if same and sha256_file(shard) == r.sha256 and sha256_file(index) == r.index_sha256:
+                kept[r.index] = r
+        return kept
+
+    def start(self, plan: Plan, kept: dict[int, ShardResult]) -> None:
+        """Write the journal afresh: the fingerprint, then the shards kept."""
+        head = {
+            "plan_fingerprint": plan.fingerprint,
+            "listing_fingerprint": plan.scan.listing_fingerprint,
+            "probe_outcomes": plan.scan.probe_outcomes,
+        }
+        lines = [json.dumps(head)]
+        lines += [json.dumps(asdict(kept[i])) for i in sorted(kept)]
+        atomic_write(self.path, "\n".join(lines) + "\n")
+
+    def append(self, result: ShardResult) -> None:
+        """Record a completed shard (one fsync'd line)."""
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(asdict(result)) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def remove(self) -> None:
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass

@@ -1,0 +1,87 @@
+"""Interrupted conversions: no partial shard ever, and a rerun resumes byte-identically."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from convert_common import PY, ROOT, cli, files_of, make_dataset, run, write
+
+from helpers import records as R
+
+SLOW = Path(__file__).with_name("slow_convert.py")
+
+
+def _wait_for_shards(out: Path, proc: subprocess.Popen, count: int) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if out.is_dir() and sum(1 for p in out.glob("train-*.tfrecord")) >= count:
+            return
+        if proc.poll() is not None:
+            raise AssertionError(f"converter exited early: {proc.returncode} {proc.stderr.read()}")
+        time.sleep(0.02)
+    raise AssertionError("no shards appeared")
+
+
+def _slow(args: list[str], **kw) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [PY, str(SLOW), "0.1", *args], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True, **kw
+    )
+
+
+def test_sigkill_then_rerun_resumes_and_sigint_keeps_completed_shards(tmp_path):
+    ds = make_dataset(tmp_path / "ds", classes=4, per_class=75, w=10, h=8)  # 300 small images
+    ref = tmp_path / "ref"
+    manifest = run(ds, ref, size_per_record=8_000)
+    n = manifest["num_shards"]
+    assert n >= 20
+    args = ["--dataset-path", str(ds), "--size-per-record", "8000", "--workers", "1", "--quiet"]
+
+    # SIGKILL the whole process group partway
+    out = tmp_path / "killed"
+    proc = _slow([*args, "--output-path", str(out)], start_new_session=True)
+    _wait_for_shards(out, proc, 3)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    finals = sorted(out.glob("train-*.tfrecord"))
+    assert 3 <= len(finals) < n and not (out / "manifest.json").exists()
+    for p in finals:  # every file under a final name is complete and correct
+        assert p.read_bytes() == (ref / p.name).read_bytes()
+        assert len(list(R.read_records(p))) > 0
+    # the same command again (no --overwrite): keeps the completed shards, writes the rest
+    again = cli(*args[:-1], "--output-path", str(out))
+    assert again.returncode == 0, again.stderr
+    kept = int(again.stdout.split("kept ")[1].split(" ")[0])
+    assert len(finals) - 1 <= kept <= len(finals)  # the journal line of the last one may be lost
+    assert files_of(out) == files_of(ref)  # byte-identical shards, indexes, labels and manifest
+
+    # changed input: an interrupted run of other files is refused unless --overwrite
+    out = tmp_path / "changed"
+    proc = _slow([*args, "--output-path", str(out)], start_new_session=True)
+    _wait_for_shards(out, proc, 2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    write(ds / "class_0" / "img_000.jpg", (ds / "class_1" / "img_000.jpg").read_bytes())
+    refused = cli(*args, "--output-path", str(out))
+    assert refused.returncode == 2 and "plan fingerprint differs" in refused.stderr
+    redone = cli(*args, "--output-path", str(out), "--overwrite")
+    assert redone.returncode == 0, redone.stderr
+    assert all(r.ok for r in R.verify_paths([str(out)]))
+
+    # SIGINT (Ctrl-C) to the main process: exit 130, one line; completed shards stay for a rerun
+    ref2 = tmp_path / "ref2"
+    run(ds, ref2, size_per_record=8_000)
+    out = tmp_path / "interrupted"
+    proc = _slow([*args, "--output-path", str(out)])
+    _wait_for_shards(out, proc, 2)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=30) == 130
+    err = proc.stderr.read().strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("interrupted"), err
+    assert not any(".tmp-" in p.name for p in out.iterdir())
+    assert cli(*args, "--output-path", str(out)).returncode == 0
+    assert files_of(out) == files_of(ref2)
