@@ -28,7 +28,9 @@ __all__ = [
     "FileRecord",
     "Listing",
     "ScanResult",
+    "collect_scan",
     "list_dataset",
+    "probe_batch",
     "probe_files",
     "scan",
 ]
@@ -180,8 +182,8 @@ def _probe_entry(entry: _Entry, max_pixels: int) -> tuple[str, Any, int, int]:
         return "skip", f"cannot read ({err.strerror or err})", size, mtime
 
 
-def _probe_batch(entries: list[_Entry], max_pixels: int) -> list[tuple[str, Any, int, int]]:
-    """Probe a batch of files (one task for a worker process)."""
+def probe_batch(entries: list[_Entry], max_pixels: int) -> list[tuple[str, Any, int, int]]:
+    """Probe a batch of listed files (one task for a worker process or another engine)."""
     return [_probe_entry(entry, max_pixels) for entry in entries]
 
 
@@ -214,9 +216,19 @@ def probe_files(
     batch = max(1, min(256, n_files // (runner.workers * 4) or 1))
     batches = [listing.entries[i : i + batch] for i in range(0, n_files, batch)]
     with progress_bar(n_files, "scan", enabled=progress, unit="img") as bar:
-        for index, results in runner.run(_probe_batch, batches, max_pixels):
+        for index, results in runner.run(probe_batch, batches, max_pixels):
             statuses[index * batch : index * batch + len(results)] = results
             bar.update(len(results))
+    return collect_scan(dataset, listing, statuses)
+
+
+def collect_scan(dataset: str, listing: Listing, statuses: list[Any]) -> ScanResult:
+    """Sort the probe outcomes (:func:`probe_batch`'s, one per listed entry, in listing
+    order) into a :class:`ScanResult`: the global step after probing, in any engine.
+
+    Raises:
+      ConvertError: no usable image at all.
+    """
     class_texts = [display_name(c) for c in listing.classes]
     files, skipped, ignored = [], list(listing.skipped), list(listing.ignored)
     for entry, (status, info, size, mtime) in zip(listing.entries, statuses, strict=True):
