@@ -34,7 +34,13 @@ from typing import Any
 from helpers.convert import encode
 from helpers.convert.advice import sizing_advice
 from helpers.convert.finish import summary, write_manifest
-from helpers.convert.output import check_paths, cleanup, prepare_output, refuse_existing
+from helpers.convert.output import (
+    check_paths,
+    cleanup,
+    describe_write_error,
+    prepare_output,
+    refuse_existing,
+)
 from helpers.convert.planning import Plan, plan
 from helpers.convert.resume import Journal
 from helpers.convert.scanning import Listing, collect_scan, probe_batch, read_listing
@@ -152,12 +158,20 @@ def build_pipeline(
     )
 
 
-def _as_convert_error(err: Exception) -> ConvertError:
-    """The user-facing error inside a runner's wrapped exception (or the runner's own)."""
+def _as_convert_error(err: Exception, output: str) -> ConvertError:
+    """The user-facing error inside a runner's wrapped exception (or the runner's own).
+
+    A write error becomes the local converter's message, caused by the ``OSError``
+    (so the CLI exits 1, as locally).
+    """
     seen, cause = set(), err
     while cause is not None and id(cause) not in seen:
         if isinstance(cause, ConvertError):
             return cause
+        if isinstance(cause, OSError):
+            error = ConvertError(describe_write_error(cause, output))
+            error.__cause__ = cause
+            return error
         seen.add(id(cause))
         cause = cause.__cause__ or cause.__context__
     found = re.search(r"ConvertError: ([^\n]+)", str(err))
@@ -209,10 +223,10 @@ def convert_beam(
             build_pipeline(pipeline, dataset, output, settings, overwrite)
     except Exception as err:
         cleanup(output, None, False, 1)  # temporary files only: completed shards stay
-        error = _as_convert_error(err)
+        error = _as_convert_error(err, output)
         if error is err:
             raise
-        raise error from err
+        raise error from error.__cause__ or err
     manifest = read_manifest(output)
     line, advice = sizing_advice(manifest.num_shards, manifest.total_bytes)
     for message in [*manifest.warnings, *advice]:

@@ -153,3 +153,18 @@ def test_overwrite_replaces_an_older_conversion(tmp_path):
         "train-00000-of-00001.tfrecord",
     ]
     assert json.loads((out / "manifest.json").read_text())["num_records"] == 9
+
+
+def test_a_write_error_is_the_local_write_error(tmp_path):
+    ds = make_dataset(tmp_path / "ds", classes=1, per_class=2)
+    errors = {}
+    for engine, fn in (("local", run), ("beam", convert_beam)):
+        out = tmp_path / engine
+        (out / "train-00000-of-00001.tfrecord").mkdir(parents=True)  # in the way, not removable
+        kw = {"progress": False} if engine == "beam" else {}
+        with pytest.raises(C.ConvertError) as caught:
+            fn(ds, out, overwrite=True, **kw)
+        errors[engine] = caught.value
+    assert isinstance(errors["beam"].__cause__, OSError)  # so the CLI exits 1, as locally
+    beam, local = str(errors["beam"]), str(errors["local"])
+    assert "cannot write" in beam and beam.replace("/beam/", "/local/") in local
