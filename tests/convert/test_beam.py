@@ -168,3 +168,16 @@ def test_a_write_error_is_the_local_write_error(tmp_path):
     assert isinstance(errors["beam"].__cause__, OSError)  # so the CLI exits 1, as locally
     beam, local = str(errors["beam"]), str(errors["local"])
     assert "cannot write" in beam and beam.replace("/beam/", "/local/") in local
+
+
+@pytest.mark.slow
+def test_measure_beam_vs_local_times_both_on_the_same_images(tmp_path):
+    from helpers.convert.beam import measure_beam_vs_local
+
+    result = measure_beam_vs_local(24, workdir=tmp_path, beam_args=[], log=lambda msg: None)
+    assert result["images"] == 24 and result["bytes"] > 24 * 1000
+    assert result["local_s"] > 0 and result["beam_s"] > 0
+    assert result["ratio"] == pytest.approx(result["beam_s"] / result["local_s"])
+    assert result["identical"] is True
+    manifest = json.loads((tmp_path / "beam-vs-local-beam" / "manifest.json").read_text())
+    assert manifest["num_records"] == 24
