@@ -59,6 +59,7 @@ __all__ = ["INSTALL_HINT", "build_pipeline", "convert_beam", "import_beam", "mea
 INSTALL_HINT = "Apache Beam is not installed: pip install -e '.[beam]'"
 PROBE_BATCH = 64  # files per probe element: enough to hide Beam's per-element cost
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_WHILE = re.compile(r" \[while running '[^']*'\]$")
 
 
 def import_beam() -> Any:
@@ -166,8 +167,8 @@ def _as_convert_error(err: Exception, output: str) -> ConvertError:
     """
     seen, cause = set(), err
     while cause is not None and id(cause) not in seen:
-        if isinstance(cause, ConvertError):
-            return cause
+        if isinstance(cause, ConvertError):  # without the "[while running 'Step']" Beam adds
+            return ConvertError(_WHILE.sub("", str(cause)))
         if isinstance(cause, OSError):
             error = ConvertError(describe_write_error(cause, output))
             error.__cause__ = cause
@@ -177,7 +178,8 @@ def _as_convert_error(err: Exception, output: str) -> ConvertError:
     found = re.search(r"ConvertError: ([^\n]+)", str(err))
     if found:
         return ConvertError(found.group(1).strip().rstrip("'\""))
-    return ConvertError(f"the Beam pipeline failed: {str(err).strip().splitlines()[-1]}")
+    last = (str(err).strip().splitlines() or [type(err).__name__])[-1]
+    return ConvertError(f"the Beam pipeline failed: {last}")
 
 
 def convert_beam(
@@ -218,14 +220,15 @@ def convert_beam(
     from apache_beam.options.pipeline_options import PipelineOptions
 
     options = PipelineOptions(list(beam_args), runner=runner)
+    options.get_all_options(display_warnings=True)  # "Did you mean ...?" for a misspelt option
     try:
         with beam.Pipeline(options=options) as pipeline:
             build_pipeline(pipeline, dataset, output, settings, overwrite)
-    except Exception as err:
+    except BaseException as err:
         cleanup(output, None, False, 1)  # temporary files only: completed shards stay
-        error = _as_convert_error(err, output)
-        if error is err:
+        if not isinstance(err, Exception):  # Ctrl-C
             raise
+        error = _as_convert_error(err, output)
         raise error from error.__cause__ or err
     manifest = read_manifest(output)
     line, advice = sizing_advice(manifest.num_shards, manifest.total_bytes)
