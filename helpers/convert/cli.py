@@ -46,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
             "  python -m helpers.convert --dataset-path data/images --output-path /tmp/shards\n"
             "  python -m helpers.convert --dataset_path=images --size_per_record=16777216 "
             "--output_path=tfrecords\n"
+            "  python -m helpers.convert --dataset-path data/images --output-path /tmp/shards "
+            "--runner DirectRunner   # Apache Beam\n"
             "  python -m helpers.records verify /tmp/shards     # check every CRC and checksum\n\n"
             "exit status: 0 done (skipped files are listed, not fatal; see --strict),\n"
             "1 conversion failed (completed shards kept: rerun to resume), 2 bad arguments\n"
