@@ -185,3 +185,20 @@ def test_measure_beam_vs_local_times_both_on_the_same_images(tmp_path):
     assert result["identical"] is True
     manifest = json.loads((tmp_path / "beam-vs-local-beam" / "manifest.json").read_text())
     assert manifest["num_records"] == 24
+
+
+def test_shards_a_local_run_journalled_are_kept(tmp_path):
+    from helpers.convert.resume import Journal
+
+    ds = make_dataset(tmp_path / "ds", classes=2, per_class=6)
+    run(ds, tmp_path / "ref", size_per_record=3000)
+    the_plan = C.plan(C.scan(ds), C.Settings(size_per_record=3000))
+    assert len(the_plan.tasks) > 2  # so Beam writes some shards itself
+    out = tmp_path / "out"
+    out.mkdir()  # an interrupted local run: two shards written and journalled, no manifest
+    done = {r.index: r for r in (C.write_shard(t, out) for t in the_plan.tasks[:2])}
+    Journal(str(out)).start(the_plan, done)
+    inodes = {r.name: os.stat(out / r.name).st_ino for r in done.values()}
+    convert_beam(ds, out, size_per_record=3000, progress=False)  # no --overwrite needed
+    assert {name: os.stat(out / name).st_ino for name in inodes} == inodes  # not rewritten
+    assert files_of(out) == files_of(tmp_path / "ref")  # journal gone, output complete
