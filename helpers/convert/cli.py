@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import signal
 import sys
 from typing import Any
@@ -40,6 +41,8 @@ _EPILOG = (
     "  python -m helpers.convert --dataset-path data/images --output-path /tmp/shards\n"
     "  python -m helpers.convert --dataset_path=images --size_per_record=16777216 "
     "--output_path=tfrecords\n"
+    "  python -m helpers.convert --dataset-path data/images --output-path /tmp/shards "
+    "--runner DirectRunner   # Apache Beam\n"
     "  python -m helpers.records verify /tmp/shards     # check every CRC and checksum\n\n"
     "exit status: 0 done (skipped files are listed, not fatal; see --strict),\n"
     "1 conversion failed (completed shards kept: rerun to resume), 2 bad arguments\n"
@@ -120,12 +123,30 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--strict", action="store_true", help="exit 1 (after writing) when any file was skipped"
     )
+    parser.add_argument(
+        "--runner",
+        default=None,
+        metavar="RUNNER",
+        help="run the conversion as an Apache Beam pipeline on RUNNER (DirectRunner, "
+        "DataflowRunner, FlinkRunner, SparkRunner; same output bytes); Beam's own options "
+        "(--project, --region, --temp_location, --staging_location, --num_workers, "
+        "--flink_master, --spark_master_url, --direct_num_workers, ...) are passed to it; "
+        "needs pip install -e '.[beam]' (docs/converter.md, 'Running on Apache Beam')",
+    )
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, beam_args = parser.parse_known_args(argv)
+    if beam_args and args.runner is None:
+        parser.error(f"unrecognized arguments: {' '.join(beam_args)}")
+    if args.runner is not None and args.workers is not None:
+        parser.error(
+            "--workers is for the local converter; with --runner use the runner's "
+            "options (e.g. --num_workers, --direct_num_workers)"
+        )
     try:
         size = parse_size(args.size_per_record)
     except ValueError as err:
@@ -137,11 +158,10 @@ def main(argv: list[str] | None = None) -> int:
 
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        manifest = convert(
+        manifest = _converter(args, beam_args)(
             args.dataset_path,
             args.output_path,
             size_per_record=size,
-            workers=args.workers,
             overwrite=args.overwrite,
             progress=not args.quiet,
             max_pixels=args.max_pixels,
@@ -165,3 +185,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {len(manifest['skipped'])} file(s) skipped (--strict)", file=sys.stderr)
         return 1
     return 0
+
+
+def _converter(args: argparse.Namespace, beam_args: list[str]) -> Any:
+    """The local converter, or the Beam pipeline when ``--runner`` is given."""
+    if args.runner is None:
+        return functools.partial(convert, workers=args.workers)
+    from helpers.convert.beam import convert_beam
+
+    return functools.partial(convert_beam, runner=args.runner, beam_args=beam_args)

@@ -31,6 +31,7 @@ __all__ = [
     "ScanResult",
     "list_dataset",
     "listing_fingerprint",
+    "probe_batch",
     "probe_files",
     "scan",
     "sort_outcomes",
@@ -189,8 +190,8 @@ def _probe_entry(entry: _Entry, max_pixels: int) -> tuple[str, Any, int, int]:
         return "skip", f"cannot read ({err.strerror or err})", size, mtime
 
 
-def _probe_batch(entries: list[_Entry], max_pixels: int) -> list[tuple[str, Any, int, int]]:
-    """Probe a batch of files (one task for a worker process)."""
+def probe_batch(entries: list[_Entry], max_pixels: int) -> list[tuple[str, Any, int, int]]:
+    """Probe a batch of listed files (one task for a worker process or another engine)."""
     return [_probe_entry(entry, max_pixels) for entry in entries]
 
 
@@ -223,7 +224,7 @@ def probe_files(
     batch = max(1, min(256, n_files // (runner.workers * 4) or 1))
     batches = [listing.entries[i : i + batch] for i in range(0, n_files, batch)]
     with progress_bar(n_files, "scan", enabled=progress, unit="img") as bar:
-        for index, results in runner.run(_probe_batch, batches, max_pixels):
+        for index, results in runner.run(probe_batch, batches, max_pixels):
             statuses[index * batch : index * batch + len(results)] = results
             bar.update(len(results))
     return sort_outcomes(dataset, listing, statuses, max_pixels)
