@@ -57,6 +57,10 @@ def make_dataset(
     deterministic)`` -> ``map(parse, decode, resize, normalise to [-1, 1],
     checked label, num_parallel_calls)`` -> ``cache`` -> ``shuffle`` ->
     ``repeat`` -> ``augment`` -> ``batch(drop_remainder)`` -> ``prefetch``.
+    When the manifest gives the record count (and ``skip_corrupt`` is off), the
+    records are ``assert_cardinality``-checked against it: ``len(dataset)`` is known
+    before reading, and a shard that yields fewer records fails instead of
+    shortening the epoch silently.
     Without ``cache`` (and without ``skip_corrupt``, whose per-shard record
     counting needs the shards' own order), the shuffle comes right after
     ``interleave``, before the map: the buffer then holds serialized records (the encoded image,
@@ -126,6 +130,8 @@ def make_dataset(
         )
     else:
         dataset = _read(files, open_shard, to_example, label_out, opts, shuffle_records)
+        if shards.num_records is not None:  # len() is known; a short read fails, not shortens
+            dataset = dataset.apply(tf.data.experimental.assert_cardinality(shards.num_records))
     return finish_pipeline(
         dataset,
         batch_size=batch_size,

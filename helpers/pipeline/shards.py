@@ -8,7 +8,6 @@ recognises GZIP data read as uncompressed.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import struct
@@ -18,7 +17,9 @@ from typing import Any
 
 import tensorflow as tf
 
-from helpers.records import masked_crc
+from helpers.convert.resume import JOURNAL_NAME
+from helpers.manifest import MANIFEST_NAME, read_manifest
+from helpers.records import is_shard_name, masked_crc
 
 logger = logging.getLogger(__name__)
 
@@ -56,34 +57,6 @@ class ShardSet:
         return None if self.classes is None else len(self.classes)
 
 
-# TODO(merge): use helpers.manifest (read_manifest, is_shard_name) and drop these two copies.
-def read_manifest(path: str | os.PathLike) -> dict[str, Any]:
-    """Load ``manifest.json`` (a path to it, or to the converter's output directory).
-
-    Args:
-      path: the manifest file or its directory.
-
-    Returns:
-      The parsed JSON object.
-
-    Raises:
-      FileNotFoundError / ValueError: missing file, invalid JSON, or no ``shards`` list.
-    """
-    name = os.fspath(path)
-    if tf.io.gfile.isdir(name):
-        name = os.path.join(name, "manifest.json")
-    if not tf.io.gfile.exists(name):
-        raise FileNotFoundError(f"{name}: no manifest.json (was the conversion finished?)")
-    with tf.io.gfile.GFile(name, "r") as f:
-        try:
-            manifest = json.load(f)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{name}: not valid JSON ({err}); rerun the converter") from None
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("shards"), list):
-        raise ValueError(f"{name}: expected an object with a 'shards' list")
-    return manifest
-
-
 def _classes_from(manifest: Mapping[str, Any]) -> list[str] | None:
     classes = manifest.get("classes")
     if classes is None:
@@ -91,13 +64,6 @@ def _classes_from(manifest: Mapping[str, Any]) -> list[str] | None:
     if isinstance(classes, Mapping):  # name -> label
         return [name for name, _ in sorted(classes.items(), key=lambda kv: int(kv[1]))]
     return [str(c) for c in classes]
-
-
-# TODO(merge): use helpers.manifest.is_shard_name.
-def _is_shard_name(name: str) -> bool:
-    return (
-        ".tfrecord" in name and not name.startswith(".") and not name.endswith((".tmp", ".partial"))
-    )
 
 
 def resolve_shards(
@@ -152,8 +118,15 @@ def resolve_shards(
 
 
 def _resolve_dir(directory: str, compression: str | None) -> ShardSet:
-    listed = sorted(n for n in tf.io.gfile.listdir(directory) if _is_shard_name(n.rstrip("/")))
-    manifest_file = os.path.join(directory, "manifest.json")
+    listed = sorted(n for n in tf.io.gfile.listdir(directory) if is_shard_name(n.rstrip("/")))
+    manifest_file = os.path.join(directory, MANIFEST_NAME)
+    if not tf.io.gfile.exists(manifest_file) and tf.io.gfile.exists(
+        os.path.join(directory, JOURNAL_NAME)
+    ):
+        raise FileNotFoundError(
+            f"{directory}: an interrupted conversion (it has {JOURNAL_NAME} but no "
+            f"{MANIFEST_NAME}); rerun the same `python -m helpers.convert` command to finish it"
+        )
     if not tf.io.gfile.exists(manifest_file):
         if not listed:
             raise FileNotFoundError(f"{directory}: no manifest.json and no *.tfrecord* files")

@@ -15,6 +15,8 @@ from helpers.features import (
     image_example,
     serialize_example,
 )
+from helpers.manifest import FORMAT_VERSION
+from helpers.util import sha256_file
 
 from .support import (
     IMAGE_SIZE,
@@ -97,8 +99,17 @@ def test_skip_corrupt_counts_undecodable_image(tmp_path: Path) -> None:
     (root / "manifest.json").write_text(
         json.dumps(
             {
+                "format_version": FORMAT_VERSION,
                 "classes": ["c"],
-                "shards": [{"file": "train-00000-of-00001.tfrecord", "records": 4, "bytes": size}],
+                "shards": [
+                    {
+                        "file": "train-00000-of-00001.tfrecord",
+                        "records": 4,
+                        "bytes": size,
+                        "sha256": sha256_file(root / "train-00000-of-00001.tfrecord"),
+                        "class_counts": {"c": 4},
+                    }
+                ],
             }
         )
     )

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import gzip
+import json
 import logging
 from pathlib import Path
 
 import pytest
+import tensorflow as tf
 
 from helpers import pipeline as P
 
@@ -66,3 +68,33 @@ def test_resolve_shards_expands_the_home_folder(dataset_dir: dict, monkeypatch) 
     shards = P.resolve_shards("~/" + dataset_dir["dir"].name)
     assert shards.files[0].startswith(str(home)) and shards.num_records == NUM_SHARDS * PER_SHARD
     assert P.resolve_shards([f"~/{dataset_dir['dir'].name}/{Path(shards.files[0]).name}"]).files
+
+
+def test_an_interrupted_conversion_is_refused_not_read_partially(
+    dataset_dir: dict, tmp_path: Path
+) -> None:
+    root = tmp_path / "half"
+    root.mkdir()
+    for p in dataset_dir["dir"].iterdir():
+        if p.name != "manifest.json":
+            (root / p.name).write_bytes(p.read_bytes())
+    (root / ".convert-journal.jsonl").write_text("{}\n")
+    with pytest.raises(FileNotFoundError, match="interrupted conversion.*rerun the same"):
+        P.make_dataset(root, 4, IMAGE_SIZE, num_classes=3)
+
+
+def test_manifest_count_gives_len_and_a_short_shard_fails(
+    dataset_dir: dict, tmp_path: Path
+) -> None:
+    ds = P.make_dataset(dataset_dir["dir"], 4, IMAGE_SIZE, training=False)
+    assert int(ds.cardinality()) == NUM_SHARDS * PER_SHARD // 4  # known before reading
+    root = tmp_path / "short"
+    root.mkdir()
+    for p in dataset_dir["dir"].iterdir():
+        (root / p.name).write_bytes(p.read_bytes())
+    manifest = json.loads((root / "manifest.json").read_text())
+    manifest["shards"][0]["records"] += 1  # the manifest promises a record the shard lacks
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    ds = P.make_dataset(root, 4, IMAGE_SIZE, training=False, check=False)
+    with pytest.raises(tf.errors.OpError, match="expected to contain"):
+        list(ds)
