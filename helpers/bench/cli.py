@@ -14,13 +14,20 @@ from dataclasses import asdict
 from typing import Any
 
 from helpers.bench.baselines import seed_style_convert
+from helpers.bench.growth import bench_beam, bench_resume, bench_scale
 from helpers.bench.machine import loadavg, machine_info
 from helpers.bench.notes import build_notes
 from helpers.bench.probes import memory_probe, train_probe
 from helpers.bench.report import plot_results, render_markdown
 from helpers.bench.results import Figure, format_table, jsonable, write_results
 from helpers.bench.run import Bench, Config
-from helpers.bench.settings import DEFAULT_CLASSES, DEFAULT_IMAGES, DEFAULT_REPEATS, SIZE_PER_RECORD
+from helpers.bench.settings import (
+    DEFAULT_CLASSES,
+    DEFAULT_IMAGES,
+    DEFAULT_REPEATS,
+    SCALE_IMAGES,
+    SIZE_PER_RECORD,
+)
 from helpers.util import atomic_write
 
 # CLI
@@ -31,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The CLI's argument parser (``python -m helpers.bench --help``)."""
     parser = argparse.ArgumentParser(
         prog="python -m helpers.bench",
-        description="Converter and pipeline benchmarks against same-run baselines (issue 6).",
+        description="Converter and pipeline benchmarks against same-run baselines.",
     )
     parser.add_argument(
         "--output", default="bench-results", help="results folder (default: %(default)s)"
@@ -77,6 +84,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--update-docs",
         action="store_true",
         help="also write docs/bench.png and docs/benchmarks.md",
+    )
+    parser.add_argument(
+        "--scale-images",
+        type=int,
+        default=None,
+        help=f"N of the scale figures: N and 10*N small images (default {SCALE_IMAGES}; "
+        "--quick: 500)",
+    )
+    parser.add_argument(
+        "--no-growth",
+        action="store_true",
+        help="skip the scale, resume-after-kill and Apache Beam sections",
     )
     parser.add_argument("--docs-dir", default="docs", help=argparse.SUPPRESS)
     return parser
@@ -161,6 +180,8 @@ def _config_from(args: argparse.Namespace) -> Config:
         pipeline_steps=10 if args.quick else 25,
         quick=args.quick,
         profile=args.profile,
+        scale_images=args.scale_images or (500 if args.quick else SCALE_IMAGES),
+        growth=not args.no_growth,
     )
 
 
@@ -186,6 +207,10 @@ def _run_sections(bench: Bench) -> None:
     if hasattr(bench, "record_bytes"):
         bench.guarded("memory", bench.bench_memory)
         bench.guarded("train", bench.bench_train)
+    if bench.config.growth:
+        bench.guarded("scale", lambda: bench_scale(bench))
+        bench.guarded("resume", lambda: bench_resume(bench))
+        bench.guarded("beam", lambda: bench_beam(bench))
 
 
 def _dataset_summary(bench: Bench) -> dict[str, Any]:

@@ -85,6 +85,8 @@ class Figure:
 
     @property
     def target(self) -> str:
+        if self.op == "--":
+            return "reported"
         if self.id == "input_wait_share":
             return f"{self.op} {self.threshold:.0%}"
         return f"{self.op} {self.threshold:g}x"

@@ -13,6 +13,7 @@ from typing import Any
 
 from helpers.bench.baselines import copy_per_class
 from helpers.bench.children import json_child, profile_converter, run_converter, run_seed_converter
+from helpers.bench.growth import growth_figures
 from helpers.bench.images import (
     dataset_bytes,
     generate_images,
@@ -34,6 +35,7 @@ from helpers.bench.settings import (
     IMAGE_SIZE,
     MB,
     OPEN_DELAY_S,
+    SCALE_IMAGES,
 )
 from helpers.bench.stats import steady_rate
 from helpers.util import usable_cores
@@ -57,6 +59,8 @@ class Config:
     subset_fraction: float = 0.2
     quick: bool = False
     profile: bool = False
+    scale_images: int = SCALE_IMAGES
+    growth: bool = True  # the scale, resume and Beam sections
 
 
 class Bench:
@@ -371,7 +375,12 @@ class Bench:
 
     def figures(self) -> list[Figure]:
         """Every figure against its same-run baseline, with the run's notes attached."""
-        out = [*self._converter_figures(), *self._pipeline_figures(), *self._probe_figures()]
+        out = [
+            *self._converter_figures(),
+            *self._pipeline_figures(),
+            *self._probe_figures(),
+            *growth_figures(self),
+        ]
         for f in out:
             if f.id in self.notes:
                 f.note = (f.note + "; " if f.note else "") + self.notes[f.id]

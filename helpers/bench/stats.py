@@ -40,7 +40,7 @@ def check_target(value: float, op: str, threshold: float) -> bool | None:
     Returns:
       True / False, or None for ``nan``.
     """
-    if value is None or not math.isfinite(value):
+    if value is None or not math.isfinite(value) or op == "--":  # "--": reported only
         return None
     ops: dict[str, Callable[[float, float], bool]] = {
         ">=": lambda a, b: a >= b,

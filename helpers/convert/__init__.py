@@ -48,10 +48,6 @@ from helpers.convert.shards import ShardResult, write_shard
 from helpers.manifest import FORMAT_VERSION, MANIFEST_NAME
 from helpers.util import parse_size
 
-# Older private names still used by tests/test_bench.py (owned elsewhere).
-_Item = FileRecord
-_record_bytes = record_bytes
-
 __all__ = [
     "DEFAULT_MAX_PIXELS",
     "DEFAULT_SEED",

@@ -20,7 +20,7 @@ and every later change to the format reaches it without a copy:
 Paths are local, or on a filesystem every worker and the submitting machine mount at
 the same place (NFS, a Cloud Storage FUSE mount): ``gs://`` / ``s3://`` URLs are
 refused with a message saying so. Beam is an optional extra (``pip install -e '.[beam]'``).
-:func:`measure_beam_vs_local` times this pipeline on DirectRunner against the local
+:func:`helpers.bench.beam.measure_beam_vs_local` times this pipeline on DirectRunner against the local
 converter (for ``make bench``).
 """
 
@@ -56,7 +56,7 @@ from helpers.convert.settings import (
 from helpers.convert.shards import ShardResult, write_shard
 from helpers.manifest import Manifest, read_manifest
 
-__all__ = ["INSTALL_HINT", "build_pipeline", "convert_beam", "import_beam", "measure_beam_vs_local"]
+__all__ = ["INSTALL_HINT", "build_pipeline", "convert_beam", "import_beam"]
 
 INSTALL_HINT = "Apache Beam is not installed: pip install -e '.[beam]'"
 PROBE_BATCH = 64  # files per probe element: enough to hide Beam's per-element cost
@@ -239,80 +239,3 @@ def convert_beam(
     log(summary(manifest, output, time.perf_counter() - started) + "\n" + line)
     log(f"(ran as an Apache Beam {beam.__version__} pipeline on {runner})")
     return manifest
-
-
-def measure_beam_vs_local(
-    n_images: int = 3000,
-    workdir: str | os.PathLike | None = None,
-    repeats: int = 1,
-    beam_args: Sequence[str] | None = None,
-    log: Callable[[str], None] = print,
-) -> dict[str, Any]:
-    """Time the local converter and the DirectRunner pipeline on the same synthetic images.
-
-    The images are the benchmark's (:func:`helpers.bench.generate_images`, cached in
-    ``workdir``); both engines convert them with default settings into fresh folders,
-    repeat by repeat in alternating order, and their outputs are compared. DirectRunner
-    is Beam's test runner: the ratio is its overhead here, not a cluster's speed.
-
-    Args:
-      n_images: synthetic 500x375 JPEGs to convert.
-      workdir: where the images and outputs go (default: the bench's temp folder).
-      repeats: timed runs per engine; medians are reported.
-      beam_args: Beam options (default: multi-processing with one worker per core,
-        as many processes as the local converter uses).
-      log: progress messages.
-
-    Returns:
-      ``{"images", "bytes", "local_s", "beam_s", "ratio" (beam / local), "identical"
-      (every output file equal), "runner", "beam_args", "repeats", "cores"}``.
-    """
-    import tempfile
-
-    from helpers import bench
-    from helpers.convert.run import convert
-    from helpers.util import usable_cores
-
-    cores = usable_cores()
-    if beam_args is None:
-        beam_args = ["--direct_running_mode=multi_processing", f"--direct_num_workers={cores}"]
-    work = os.fspath(workdir or os.path.join(tempfile.gettempdir(), "tfrecord-course-bench"))
-    tag = f"n{n_images}-c{bench.DEFAULT_CLASSES}-{bench.DEFAULT_WIDTH}x{bench.DEFAULT_HEIGHT}"
-    images = os.path.join(work, f"images-{tag}-v{bench.GEN_VERSION}")
-    stamp = bench.generate_images(images, n_images, log=log)
-    engines = {
-        "local": lambda out: convert(images, out, overwrite=True, progress=False),
-        "beam": lambda out: convert_beam(
-            images, out, overwrite=True, progress=False, beam_args=beam_args
-        ),
-    }
-    seconds: dict[str, list[float]] = {"local": [], "beam": []}
-    for repeat in range(repeats):
-        for name in sorted(engines, reverse=repeat % 2 == 1):
-            started = time.perf_counter()
-            engines[name](os.path.join(work, f"beam-vs-local-{name}"))
-            seconds[name].append(time.perf_counter() - started)
-            log(f"{name}: {seconds[name][-1]:.1f} s")
-    outputs = [os.path.join(work, f"beam-vs-local-{name}") for name in ("local", "beam")]
-    local_s, beam_s = bench.median(seconds["local"]), bench.median(seconds["beam"])
-    return {
-        "images": n_images,
-        "bytes": stamp["bytes"],
-        "local_s": local_s,
-        "beam_s": beam_s,
-        "ratio": bench.ratio(beam_s, local_s),
-        "identical": _same_files(*outputs),
-        "runner": "DirectRunner",
-        "beam_args": list(beam_args),
-        "repeats": repeats,
-        "cores": cores,
-    }
-
-
-def _same_files(a: str, b: str) -> bool:
-    from helpers.util import sha256_file
-
-    names = sorted(os.listdir(a))
-    return names == sorted(os.listdir(b)) and all(
-        sha256_file(os.path.join(a, n)) == sha256_file(os.path.join(b, n)) for n in names
-    )

@@ -2,32 +2,7 @@
 
 from __future__ import annotations
 
-import os
-
-import pytest
-
 from helpers import bench
-
-
-@pytest.mark.parametrize(
-    ("rel", "class_text", "label", "fmt"),
-    [
-        ("class_00/img_000001.jpg", "class_00", 0, "jpeg"),
-        ("caf\u00e9/\u732b 1.png", "caf\u00e9", 7, "png"),
-        ("latin/a\udce9.jpg", "latin", 2**40, "jpeg"),  # non-UTF-8 file name bytes
-    ],
-)
-def test_converter_record_builder_matches_the_generic_example_builder(rel, class_text, label, fmt):
-    from helpers import convert
-    from helpers import features as F
-
-    payload = os.urandom(3000)
-    item = convert._Item("/unused", rel, label, class_text, ".jpg", len(payload))
-    fast = convert._record_bytes(F, payload, item, 375, 500, fmt)
-    generic = F.serialize_example(
-        F.image_example(payload, label, class_text, os.fsencode(rel), 375, 500, fmt)
-    )
-    assert fast == generic
 
 
 def test_default_training_pipeline_shuffles_serialized_records_before_decoding(tmp_path):

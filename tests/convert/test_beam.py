@@ -176,7 +176,7 @@ def test_a_write_error_is_the_local_write_error(tmp_path):
 
 @pytest.mark.slow
 def test_measure_beam_vs_local_times_both_on_the_same_images(tmp_path):
-    from helpers.convert.beam import measure_beam_vs_local
+    from helpers.bench.beam import measure_beam_vs_local
 
     result = measure_beam_vs_local(24, workdir=tmp_path, beam_args=[], log=lambda msg: None)
     assert result["images"] == 24 and result["bytes"] > 24 * 1000

@@ -9,7 +9,7 @@ fixed shard count) and ``make_dataset``'s start-up time on each output.
 rerun against an uninterrupted run. Both are meant for ``make bench`` (the caller
 formats the figures); nothing here asserts a target.
 
-    python -m helpers.scale_probe --n 5000 [--workdir DIR]
+    python -m helpers.bench.scale --n 5000 [--workdir DIR]
 """
 
 from __future__ import annotations
@@ -233,7 +233,7 @@ def measure_resume(n: int = 5000, shards: int = 40, workers: int = 1,
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m helpers.scale_probe", description=__doc__.split("\n\n")[0]
+        prog="python -m helpers.bench.scale", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--n", type=int, default=5000, help="small dataset size (default 5000)")
     parser.add_argument("--factor", type=int, default=10)

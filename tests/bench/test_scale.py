@@ -1,10 +1,10 @@
-"""helpers.scale_probe: the scale figures are measured on real conversions (no timing asserted)."""
+"""helpers.bench.scale: the scale figures are measured on real conversions (no timing asserted)."""
 
 from __future__ import annotations
 
 import pytest
 
-from helpers import scale_probe
+from helpers.bench import scale as scale_probe
 
 
 def test_make_images_writes_class_folders(tmp_path):

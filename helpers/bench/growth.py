@@ -1,0 +1,124 @@
+"""How costs grow with the dataset, resuming after a kill, and the Beam path: bench sections.
+
+Three sections of ``make bench`` built on :mod:`helpers.bench.scale` and
+:mod:`helpers.bench.beam`, each recorded as measurements on the :class:`Bench`
+and turned into figures against a baseline taken in the same run:
+
+* scale: N and 10*N small images into the same shard count: time per image,
+  peak RSS of the converter process, manifest bytes and ``make_dataset``
+  start-up at 10*N over the same figure at N;
+* resume: a rerun after a SIGKILL at about half way, over an uninterrupted run;
+* beam: the Beam DirectRunner path over the local converter on the bench's images
+  (reported, no target: DirectRunner is a test runner).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from helpers.bench.results import Figure, make_figure
+
+if TYPE_CHECKING:
+    from helpers.bench.run import Bench
+
+__all__ = ["bench_beam", "bench_resume", "bench_scale", "growth_figures"]
+
+_SCALE_KEYS = {
+    "scale_time_per_image": ("s_per_image", "ms", 1e3, "converter time per image"),
+    "scale_peak_rss": ("peak_rss", "MB", 1e-6, "converter process peak RSS"),
+    "scale_manifest_bytes": ("manifest_bytes", "KB", 1e-3, "manifest.json size, same shard count"),
+}
+
+
+def bench_scale(bench: Bench) -> None:
+    """Convert N and 10*N images; keep both runs' figures."""
+    from helpers.bench.scale import measure_scale
+
+    n = bench.config.scale_images
+    bench.log(f"scale: converting {n} and {10 * n} small images into the same shard count")
+    result = measure_scale(n=n, factor=10, shards=16, workers=bench.cores)
+    small, large = result["runs"][n], result["runs"][10 * n]
+    for fig_id, (key, unit, scale, _) in _SCALE_KEYS.items():
+        bench.add(f"{fig_id}_N", unit, small[key] * scale)
+        bench.add(f"{fig_id}_10N", unit, large[key] * scale)
+    bench.add("scale_startup_N", "s", small["make_dataset"]["build_s"])
+    bench.add("scale_startup_10N", "s", large["make_dataset"]["build_s"])
+    bench.extra["scale"] = result
+
+
+def bench_resume(bench: Bench) -> None:
+    """Kill a conversion half way, rerun it; time against an uninterrupted run."""
+    from helpers.bench.scale import measure_resume
+
+    n = bench.config.scale_images
+    bench.log(f"resume: {n} images, SIGKILL at about half the shards, then the same command")
+    result = measure_resume(n=n, shards=40, workers=1)
+    bench.add("resume_rerun", "s", result["rerun_s"])
+    bench.add("resume_full", "s", result["full_s"])
+    bench.extra["resume"] = result
+
+
+def bench_beam(bench: Bench) -> None:
+    """The Beam DirectRunner path against the local converter on the bench's image set."""
+    from helpers.bench.beam import measure_beam_vs_local
+
+    result = measure_beam_vs_local(
+        bench.config.images, workdir=bench.config.workdir, repeats=1, log=bench.log
+    )
+    bench.add("beam_direct", "s", result["beam_s"])
+    bench.add("beam_local", "s", result["local_s"])
+    bench.extra["beam"] = result
+
+
+def growth_figures(bench: Bench) -> list[Figure]:
+    """The figures of the three sections that ran."""
+    m = bench.m.get
+    out = []
+    if "scale_startup_N" in bench.m:
+        n = bench.config.scale_images
+        for fig_id, (_, _, _, label) in _SCALE_KEYS.items():
+            out.append(
+                make_figure(
+                    fig_id,
+                    f"{label}, {10 * n} images",
+                    f"the same, {n} images",
+                    m(f"{fig_id}_10N"),
+                    m(f"{fig_id}_N"),
+                )  # fmt: skip
+            )
+        out.append(
+            make_figure(
+                "scale_startup",
+                f"make_dataset build time, {10 * n} images",
+                f"the same, {n} images",
+                m("scale_startup_10N"),
+                m("scale_startup_N"),
+            )  # fmt: skip
+        )
+    if "resume_rerun" in bench.m:
+        extra: dict[str, Any] = bench.extra["resume"]
+        out.append(
+            make_figure(
+                "resume_rerun",
+                "rerun after SIGKILL at half way (time)",
+                "an uninterrupted run",
+                m("resume_rerun"),
+                m("resume_full"),
+                f"{extra['shards_done_at_kill']} of {extra['shards']} shards done at the kill; "
+                f"output {'byte-identical' if extra['identical'] else 'DIFFERENT'}",
+            )
+        )
+    if "beam_direct" in bench.m:
+        beam = bench.extra["beam"]
+        out.append(
+            make_figure(
+                "beam_vs_local",
+                f"Beam DirectRunner conversion, {beam['images']} images (time)",
+                "local converter, same images",
+                m("beam_direct"),
+                m("beam_local"),
+                "DirectRunner is Beam's local test runner: reported, no target; output "
+                + ("byte-identical" if beam["identical"] else "DIFFERENT"),
+            )
+        )
+    return out

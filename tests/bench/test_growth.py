@@ -1,0 +1,64 @@
+"""helpers.bench.growth: the scale, resume and Beam sections become figures with targets."""
+
+from __future__ import annotations
+
+import math
+
+from helpers import bench
+from helpers.bench import growth
+
+
+def _bench_with(measurements: dict[str, float], extra: dict) -> bench.Bench:
+    b = bench.Bench(bench.Config(images=3000, scale_images=100), log=lambda msg: None)
+    for name, value in measurements.items():
+        b.add(name, "s", value)
+    b.extra.update(extra)
+    return b
+
+
+def test_scale_figures_are_ratios_of_10n_over_n_against_their_targets():
+    b = _bench_with(
+        {
+            "scale_time_per_image_N": 2.0,
+            "scale_time_per_image_10N": 2.2,  # 1.1x: met
+            "scale_peak_rss_N": 50.0,
+            "scale_peak_rss_10N": 75.0,  # 1.5x: missed
+            "scale_manifest_bytes_N": 11.0,
+            "scale_manifest_bytes_10N": 11.2,
+            "scale_startup_N": 4.0,
+            "scale_startup_10N": 4.0,
+        },
+        {},
+    )
+    figures = {f.id: f for f in growth.growth_figures(b)}
+    assert set(figures) == {
+        "scale_time_per_image",
+        "scale_peak_rss",
+        "scale_manifest_bytes",
+        "scale_startup",
+    }
+    assert math.isclose(figures["scale_time_per_image"].value, 1.1)
+    assert figures["scale_time_per_image"].met is True
+    assert figures["scale_peak_rss"].met is False
+    assert "1000 images" in figures["scale_startup"].figure
+
+
+def test_resume_and_beam_figures_say_whether_the_output_was_identical():
+    b = _bench_with(
+        {"resume_rerun": 3.0, "resume_full": 6.0, "beam_direct": 30.0, "beam_local": 10.0},
+        {
+            "resume": {"shards_done_at_kill": 20, "shards": 41, "identical": True},
+            "beam": {"images": 3000, "identical": False},
+        },
+    )
+    figures = {f.id: f for f in growth.growth_figures(b)}
+    assert figures["resume_rerun"].value == 0.5 and figures["resume_rerun"].met is True
+    assert "20 of 41" in figures["resume_rerun"].note
+    assert "byte-identical" in figures["resume_rerun"].note
+    beam = figures["beam_vs_local"]
+    assert beam.value == 3.0 and beam.met is None and beam.target == "reported"
+    assert "DIFFERENT" in beam.note
+
+
+def test_no_growth_sections_no_figures():
+    assert growth.growth_figures(_bench_with({}, {})) == []
