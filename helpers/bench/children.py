@@ -80,8 +80,8 @@ def run_converter(dataset: str, output: str, workers: int) -> tuple[float, dict[
     return seconds, manifest, cpu
 
 
-def run_seed_converter(dataset: str, output: str) -> tuple[float, int, float]:
-    """Time the seed-style converter as its own process (TensorFlow import included).
+def run_script_converter(dataset: str, output: str) -> tuple[float, int, float]:
+    """Time a typical single-threaded converter script as its own process (TensorFlow imported).
 
     Returns:
       ``(wall seconds, records written, CPU seconds)``.

@@ -12,7 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from helpers.bench.baselines import copy_per_class
-from helpers.bench.children import json_child, profile_converter, run_converter, run_seed_converter
+from helpers.bench.children import (
+    json_child,
+    profile_converter,
+    run_converter,
+    run_script_converter,
+)
 from helpers.bench.growth import growth_figures
 from helpers.bench.images import (
     dataset_bytes,
@@ -175,11 +180,11 @@ class Bench:
                     steady_rate(n_big, big, n_small, small),
                     self.bpi,
                 )
-            seconds, records, cpu = run_seed_converter(self.images_dir, self.out_dir)
+            seconds, records, cpu = run_script_converter(self.images_dir, self.out_dir)
             if records != n_big:
-                raise RuntimeError(f"seed-style converter wrote {records} of {n_big}")
-            self.add("seed_whole", "img/s", n_big / seconds, self.bpi)
-            self.add_cpu("seed_whole", cpu, n_big)
+                raise RuntimeError(f"the single-threaded script wrote {records} of {n_big}")
+            self.add("script_whole", "img/s", n_big / seconds, self.bpi)
+            self.add_cpu("script_whole", cpu, n_big)
             self.add("seed_seconds", "s", seconds)
         shutil.rmtree(self.out_dir, ignore_errors=True)
         self.check_no_decode()
@@ -417,7 +422,7 @@ class Bench:
                 f"converter whole run, {len(self.paths)} images, start-up included",
                 "typical single-threaded converter script",
                 m(f"convert_w{cores}_whole"),
-                m("seed_whole"),
+                m("script_whole"),
                 "both run as their own process (CLI)",
             )
         )

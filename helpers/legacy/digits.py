@@ -28,7 +28,7 @@ def write_digit_records(
 
     Each record holds ``height``, ``width``, ``depth``, ``label`` (int64) and
     ``image_raw`` (the ``uint8`` pixels as bytes), the layout of the MNIST
-    TFRecords in "Learning TensorFlow" (seed 004).
+    TFRecords in the classic MNIST-as-raw-bytes tutorial.
 
     Args:
       path: output ``.tfrecord`` file.

@@ -86,7 +86,7 @@ def build_mobilenet(
       alpha: width multiplier (1.0 = the full MobileNet).
       weights: ``None`` (random init) or a local weights file. ``"imagenet"``
         only if the Keras cache already holds the file (no download).
-      dropout: dropout rate before the Dense layer (0 = the seed's recipe).
+      dropout: dropout rate before the Dense layer (0 = the recipe of a typical MobileNet-from-TFRecord script).
       learning_rate: Adam's learning rate.
       base_trainable: False freezes the backbone (train only the head).
       bn_momentum: set every BatchNormalization layer's moving-average momentum
