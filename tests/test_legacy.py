@@ -237,3 +237,11 @@ def test_cli_trains_both_ways(tmp_path, capsys):
     assert legacy.main(["train", "--epochs", "2", "--work-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "queues: 93 steps" in out and "tf.data: 93 steps" in out
+
+
+def test_each_queue_maps_to_its_own_replacement():
+    table = {api: new for api, new, _ in legacy.QUEUE_TO_DATA}
+    shuffle_queue = next(api for api in table if "RandomShuffleQueue" in api)
+    fifo_queue = next(api for api in table if "FIFOQueue" in api)
+    assert "shuffle(" in table[shuffle_queue] and "prefetch" not in table[shuffle_queue]
+    assert "prefetch" in table[fifo_queue] and "RandomShuffleQueue" not in fifo_queue

@@ -41,10 +41,16 @@ QUEUE_TO_DATA: list[tuple[str, str, str]] = [
         "k threads each ran the whole reader/decoder chain",
     ),
     (
-        "tf.FIFOQueue / tf.RandomShuffleQueue + tf.train.QueueRunner",
+        "tf.FIFOQueue + tf.train.QueueRunner",
         "dataset.prefetch(tf.data.AUTOTUNE)",
         "the dataset is the queue; prefetch is the buffer between producer and consumer, "
         "with no threads of yours to start or stop",
+    ),
+    (
+        "tf.RandomShuffleQueue(capacity, min_after_dequeue)",
+        "dataset.shuffle(buffer_size)",
+        "both keep a buffer and hand out a random element of it; shuffle's buffer_size "
+        "plays min_after_dequeue's part",
     ),
     (
         "tf.train.start_queue_runners(sess, coord) + tf.train.Coordinator",
