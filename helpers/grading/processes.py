@@ -182,7 +182,9 @@ def reap(namespace: str | None, session: int | None, timeout: float = 5.0) -> in
             found += sandbox.session_members(session)
         return found
 
-    left = members()
+    deadline = time.monotonic() + 2.0  # a killed namespace takes a moment to empty
+    while (left := members()) and time.monotonic() < deadline:
+        time.sleep(0.05)
     survivors = len(left)
     deadline = time.monotonic() + timeout
     while left and time.monotonic() < deadline:

@@ -254,6 +254,8 @@ class NotebookRunner:
       kernel: the kernel's argv (with ``{connection_file}``), see :func:`kernel_command`.
       on_grading_start: called before the grader's cells (after each restart too).
       on_grading_cell: called with each grading cell's :class:`CellRun` right after it ran.
+      on_restart: called before a restarted kernel starts (the notebook re-runs from a
+        clean folder: what the crashed run wrote, e.g. up to the disk quota, is gone).
     """
 
     def __init__(
@@ -268,6 +270,7 @@ class NotebookRunner:
         kernel: list[str] | None = None,
         on_grading_start: Callable[[], None] | None = None,
         on_grading_cell: Callable[[CellRun], None] | None = None,
+        on_restart: Callable[[], None] | None = None,
     ):
         self.nb, self.kinds, self.limits = nb, kinds, limits
         self.place, self.env = place, env
@@ -276,6 +279,7 @@ class NotebookRunner:
         self.kernel = kernel or kernel_command()[0]
         self.on_grading_start = on_grading_start or (lambda: None)
         self.on_grading_cell = on_grading_cell or (lambda run: None)
+        self.on_restart = on_restart or (lambda: None)
         self.client = GradingClient(
             nb,
             limits,
@@ -304,6 +308,8 @@ class NotebookRunner:
     # -- kernel lifecycle ---------------------------------------------------
 
     async def _start(self, hard_deadline: float) -> None:
+        if self.starts:
+            self.on_restart()
         km = GradingKernelManager()
         prefix = sandbox.cgroup_prefix(self.place.cgroup) + self.prefix
         km.setup(prefix, self.limits, self.place, self.kernel, self.starts)

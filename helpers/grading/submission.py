@@ -202,6 +202,12 @@ class Workspace:
         path.write_text(json.dumps(moved(cases)))
         return path
 
+    def reset_kernel_files(self) -> None:
+        """Empty the kernel's own folders before a restart (the kernel is gone by then)."""
+        for sub in ("work", "home", "tmp"):
+            fsafe.remove_tree(str(self.kernel / sub))
+            (self.kernel / sub).mkdir(exist_ok=True)
+
     def fresh_answers(self) -> None:
         """An empty ``answers/`` made by the grader; whatever the kernel left there is set aside."""
         if self.answers_fd is not None:
@@ -335,6 +341,7 @@ def _runner(
         kernel=job.kernel or None,
         on_grading_start=ws.fresh_answers,
         on_grading_cell=on_grading_cell,
+        on_restart=ws.reset_kernel_files,
     )
 
 

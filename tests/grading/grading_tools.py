@@ -197,7 +197,10 @@ HOSTILE_LIMITS = Limits(
 )
 
 
-def probe_source(port: int, targets: dict[str, str], peek: str) -> str:
+def probe_source(
+    port: int, targets: dict[str, str], peek: str, reads: dict[str, str] | None = None
+) -> str:
+    """A cell that tries the network, writes to ``targets``, reads ``reads`` and prints PROBE{...}."""
     return f"""
 import json, os, socket
 res = {{}}
@@ -213,6 +216,15 @@ for name, target in {targets!r}.items():
         res[name] = "written"
     except OSError as err:
         res[name] = f"blocked: {{err}}"
+for name, target in {reads or {}!r}.items():
+    try:
+        if os.path.isdir(target):
+            res["read_" + name] = "listed: " + ",".join(sorted(os.listdir(target))[:5])
+        else:
+            with open(target, "rb") as f:
+                res["read_" + name] = "read: " + repr(f.read(40))
+    except OSError as err:
+        res["read_" + name] = f"blocked: {{err}}"
 res["peek"] = os.path.exists({peek!r})
 with open("mine.txt", "w") as f:
     f.write("ok")
