@@ -260,6 +260,9 @@ def bwrap_prefix(
     for path in read_only:
         args += ["--ro-bind", str(path), str(path)]
     args += [
+        # the root bubblewrap builds is a tmpfs: read-only, or it would take unlimited writes
+        "--remount-ro",
+        "/",
         "--chdir",
         str(cwd),
         # ipykernel exits when its parent looks like init (PID 1 in the new namespace).
