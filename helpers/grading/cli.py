@@ -20,7 +20,7 @@ from typing import Any
 from helpers.grading.batch import SOLUTIONS, GradingError, Settings, grade
 from helpers.grading.exports import RosterError, gradescope_results
 from helpers.grading.runner import Limits
-from helpers.util import parse_size
+from helpers.util import atomic_write, parse_size
 
 
 def _settings_arguments(parser: argparse.ArgumentParser) -> None:
@@ -220,7 +220,7 @@ def validate_main(argv: list[str]) -> int:
     print(f"score: {res.score:g} / {res.max_score:g} ({res.status})")
     if args.gradescope_results is not None:
         args.gradescope_results.parent.mkdir(parents=True, exist_ok=True)
-        args.gradescope_results.write_text(json.dumps(gradescope_results(res), indent=1))
+        atomic_write(args.gradescope_results, json.dumps(gradescope_results(res), indent=1))
     return 0 if res.status != "error" else 1
 
 

@@ -193,6 +193,9 @@ class GradingKernelManager(AsyncKernelManager):
         self, prefix: list[str], limits: Limits, place: KernelPlace, argv: list[str], n: int
     ) -> None:
         self.kernel_name = "grader"
+        # jupyter_client's private cache of the spec (KernelManager.kernel_spec reads it):
+        # set here so no installed or notebook kernelspec is ever looked up. The nbclient<0.12
+        # pin (and jupyter_client 8) is what this depends on.
         self._kernel_spec = KernelSpec(
             argv=list(argv),
             display_name="grader",

@@ -17,8 +17,7 @@ every array header read first (positive itemsize, no objects, at most
 ``MAX_ELEMENTS`` elements). Decoded float arrays must be finite. A verdict
 that breaks a limit is a 0 with the reason; the rest of the grading goes on.
 
-Run as ``python -m helpers.grading.verify`` it is that child (JSON lines on
-stdin/stdout).
+:func:`serve` is that child's loop (JSON lines on stdin/stdout).
 """
 
 from __future__ import annotations
@@ -178,6 +177,9 @@ def serve(memory: int) -> int:
     return 0
 
 
+_CHILD = "import sys\nfrom helpers.grading.verify import serve\nsys.exit(serve(int(sys.argv[1])))"
+
+
 def _pythonpath() -> str:
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     return os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
@@ -193,7 +195,7 @@ class Verifier:
     def _ensure(self) -> subprocess.Popen[bytes]:
         if self.proc is None or self.proc.poll() is not None:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "helpers.grading.verify", str(int(self.memory))],
+                [sys.executable, "-c", _CHILD, str(int(self.memory))],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": _pythonpath()},
@@ -253,7 +255,3 @@ class Verifier:
             )
         verdict = json.loads(reply)
         return bool(verdict["passed"]), str(verdict["detail"])
-
-
-if __name__ == "__main__":
-    raise SystemExit(serve(int(sys.argv[1])))

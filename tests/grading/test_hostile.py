@@ -314,3 +314,68 @@ def test_every_student_has_a_row(attacks):
     graded, *_ = attacks
     rows = list(csv.DictReader((graded.output / "summary.csv").open(encoding="utf-8")))
     assert len(rows) == len(graded.by_student) == 12
+
+
+def test_inputs_the_kernel_gets_are_copies(tmp_path):
+    """The kernel's inputs are a copy (read-only in the sandbox); verification uses the originals."""
+    from helpers.grading.submission import Workspace
+
+    ws = Workspace(tmp_path / "s0000")
+    try:
+        shard = ws.grader / "cases" / "04_count" / "shard.tfrecord"
+        shard.parent.mkdir(parents=True)
+        shard.write_bytes(b"records")
+        cases = {"04.count": [{"path": str(shard), "n": 3}]}
+        kernel_cases = json.loads(ws.inputs_for_kernel(cases).read_text())
+        copy = Path(kernel_cases["04.count"][0]["path"])
+        assert copy != shard and copy.is_relative_to(ws.kernel) and copy.read_bytes() == b"records"
+        copy.write_bytes(b"")  # what a kernel could do without the sandbox's read-only bind
+        assert shard.read_bytes() == b"records" and cases["04.count"][0]["path"] == str(shard)
+    finally:
+        assert ws.close(keep=False) == ""
+    assert not (tmp_path / "s0000").exists()
+
+
+EXERCISES_96 = """
+from helpers.exercises import CheckFailed, Exercise, register
+
+def _cases(rng, workdir):
+    return [{"x": 1}]
+
+def _loop(case, result):
+    n = 0
+    for _ in range(int(result)):
+        n += 1
+    if n != 1:
+        raise CheckFailed("wrong")
+
+def _alloc(case, result):
+    if len(bytearray(int(result))) != 1:
+        raise CheckFailed("wrong")
+
+register(Exercise(key="96.loop", target="f", title="t", make_cases=_cases, verify=_loop, hint=""))
+register(Exercise(key="96.alloc", target="g", title="t", make_cases=_cases, verify=_alloc, hint=""))
+"""
+
+
+def test_verification_cannot_cost_the_grader_unbounded_time_or_memory(tmp_path):
+    """Crafted answers that make a verifier loop or allocate: stopped in the child, scored 0."""
+    from helpers.grading.verify import Verifier
+
+    module = tmp_path / "ex96.py"
+    module.write_text(EXERCISES_96)
+    verifier = Verifier(memory=512 << 20, seconds=2)
+    try:
+        ok = verifier.verify("96", str(module), "96.loop", [{"x": 1}], '[{"ok": 1}]')
+        assert ok == (True, "passed on 1 fresh cases")
+        start = time.monotonic()
+        passed, detail = verifier.verify("96", str(module), "96.loop", [{"x": 1}], '[{"ok": 1e15}]')
+        assert not passed and ("2 s" in detail), detail
+        assert time.monotonic() - start < 70
+        passed, detail = verifier.verify(
+            "96", str(module), "96.alloc", [{"x": 1}], '[{"ok": 1e12}]'
+        )
+        assert not passed and ("MemoryError" in detail or "more memory" in detail), detail
+        assert verifier.verify("96", str(module), "96.alloc", [{"x": 1}], '[{"ok": 1}]')[0]
+    finally:
+        verifier.close()
