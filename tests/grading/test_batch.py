@@ -13,6 +13,7 @@ import sys
 
 import pytest
 from grading_tools import (
+    BWRAP,
     LESSON_NAME,
     ROOT,
     Graded,
@@ -126,6 +127,7 @@ def rerun(tmp_path_factory, tiny, pool):
     put(subs, "same", sol)
     put(subs, "changed", plant_mistake(sol, "double"))
     options = dict(solutions=solutions, exercises=str(exercises), jobs=2, quiet=True, pool=pool)
+    options["sandbox"] = BWRAP is not None  # the default; CI installs bubblewrap
     first = Graded(grade("98", subs, out, **options), out, root)
     put(subs, "changed", sol)
     second = Graded(grade("98", subs, out, **options), out, root)
@@ -147,6 +149,7 @@ def test_validate_grades_one_notebook_like_the_instructor(tmp_path, tiny, capsys
     path = put(tmp_path, "me", plant_mistake(tiny_solution(), "shout"))
     argv = ["validate", str(path), "--solutions", str(solutions), "--exercises", str(exercises)]
     argv += ["--cell-timeout", "30", "--gradescope-results", str(tmp_path / "results.json")]
+    argv += [] if BWRAP else ["--no-sandbox"]
     assert cli.main(argv) == 0
     out = capsys.readouterr().out
     assert "score: 2 / 3" in out and "## ✘ 98.shout" in out and "returned None" in out
@@ -199,7 +202,17 @@ def real_lesson(request, tmp_path_factory, pool):
         planted[f"planted{n}"] = {ex.key for ex in group}
     # like an instructor with little time: one training epoch instead of the lesson's default
     params = {"epochs": 1} if "epochs" in submission.solution_parameters(solution) else {}
-    results = grade(lesson, subs, out, jobs=2, pool=pool, quiet=True, seed=7, parameters=params)
+    results = grade(
+        lesson,
+        subs,
+        out,
+        jobs=2,
+        pool=pool,
+        quiet=True,
+        seed=7,
+        parameters=params,
+        sandbox=BWRAP is not None,  # the default; CI installs bubblewrap
+    )
     return Graded(results, out, root), exercises, planted
 
 
