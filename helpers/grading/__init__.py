@@ -33,17 +33,24 @@ How a submission is graded (details in the submodules):
   the command line; :mod:`~helpers.grading.bench`: the grader against papermill.
 """
 
-from helpers.grading.batch import GradingError, Settings, grade
-from helpers.grading.cli import main
-from helpers.grading.runner import Limits
-from helpers.grading.submission import ExerciseGrade, SubmissionGrade
+import importlib
+from typing import Any
 
-__all__ = [
-    "ExerciseGrade",
-    "GradingError",
-    "Limits",
-    "Settings",
-    "SubmissionGrade",
-    "grade",
-    "main",
-]
+#: Public names and their modules, imported on first use: the verifier child process
+#: imports ``helpers.grading.verify`` without paying for nbclient and nbformat.
+_PUBLIC = {
+    "ExerciseGrade": "helpers.grading.verdicts",
+    "GradingError": "helpers.grading.batch",
+    "Limits": "helpers.grading.runner",
+    "Settings": "helpers.grading.batch",
+    "SubmissionGrade": "helpers.grading.verdicts",
+    "grade": "helpers.grading.batch",
+    "main": "helpers.grading.cli",
+}
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PUBLIC:
+        return getattr(importlib.import_module(_PUBLIC[name]), name)
+    raise AttributeError(f"module 'helpers.grading' has no attribute {name!r}")

@@ -29,14 +29,11 @@ grader trusts is in the kernel's reach::
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import os
 import re
 import secrets
 import shutil
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,7 +67,9 @@ from helpers.grading.verdicts import (
     SubmissionGrade,
     cell_notes,
     judge,
+    verifier,
 )
+from helpers.grading.verify import import_exercises_ref, load_exercises
 from helpers.util import atomic_write
 
 __all__ = [
@@ -81,6 +80,8 @@ __all__ = [
     "SubmissionGrade",
     "find_submission",
     "grade_submission",
+    "import_exercises_ref",
+    "load_exercises",
     "read_submission",
     "solution_parameters",
 ]
@@ -118,38 +119,6 @@ class Job:
 # ---------------------------------------------------------------------------
 # Exercises
 # ---------------------------------------------------------------------------
-
-
-def import_exercises_ref(ref: str) -> None:
-    """Import an exercises module given as a dotted name or a ``.py`` path."""
-    if ref.endswith(".py") or os.sep in ref:
-        path = Path(ref).resolve()
-        name = path.stem
-        loaded = sys.modules.get(name)
-        if loaded is not None and Path(getattr(loaded, "__file__", "") or "").resolve() == path:
-            return
-        spec = importlib.util.spec_from_file_location(name, path)
-        if spec is None or spec.loader is None:
-            raise ImportError(f"cannot import exercises from {path}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            sys.modules.pop(name, None)
-            raise
-    else:
-        importlib.import_module(ref)
-
-
-def load_exercises(lesson: str, ref: str | None = None) -> list[Any]:
-    """The lesson's exercises, in notebook order (``helpers.exercises.lNN`` or ``ref``)."""
-    from helpers import exercises as registry
-
-    if ref:
-        import_exercises_ref(ref)
-        return [ex for ex in registry._REGISTRY.values() if ex.lesson == lesson]
-    return registry.exercises_for(lesson)
 
 
 def safe_name(student: str) -> str:
@@ -396,6 +365,7 @@ def _run_and_judge(
         exercises_ref=job.exercises_ref,
     )
     answers: dict[str, Answer] = {}
+    verifier(job.limits).warm(job.lesson, job.exercises_ref)  # overlaps with the kernel's run
     runner = _runner(job, ws, nb, kinds, grading, answers)
     try:
         execution = run_notebook(runner)
