@@ -72,8 +72,8 @@ lessons: $(STAMP)
 lab: $(STAMP)
 	$(BIN)/jupyter lab lessons/
 
-grade: $(STAMP)
-	$(BIN)/python -m helpers.grading --lesson $(LESSON) --submissions $(SUBMISSIONS) --output $(GRADES) --jobs $(JOBS)
+grade: $(STAMP)  # sandboxed (bubblewrap) unless GRADE_FLAGS=--no-sandbox
+	$(BIN)/python -m helpers.grading --lesson $(LESSON) --submissions $(SUBMISSIONS) --output $(GRADES) --jobs $(JOBS) $(GRADE_FLAGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m helpers.bench --output bench-results

@@ -1,9 +1,18 @@
-"""Grade a folder of submissions in parallel and write the gradebook (and the CLI)."""
+"""Grade a folder of submissions in parallel and write the gradebook.
+
+:func:`grade` reads as its steps: check the lesson and settings, plan one job
+per student folder, skip the ones already graded with the same notebook and
+settings, grade the rest in a pool of worker processes (a progress bar with an
+ETA), then write every student's row, feedback and exports. One student's
+failure (a crash of the grader on their notebook, a name that is not UTF-8, a
+tree their kernel left behind) becomes that student's row; it never stops the
+run.
+"""
 
 from __future__ import annotations
 
-import argparse
 import ctypes
+import hashlib
 import json
 import multiprocessing
 import os
@@ -15,18 +24,93 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from helpers.grading.runner import GiB, Limits
+from helpers.grading import fsafe
+from helpers.grading.runner import GiB, Limits, kernel_command
 from helpers.grading.sandbox import ROOT, SandboxUnavailable, find_bwrap
 from helpers.grading.submission import Job, SubmissionGrade, find_submission, safe_name
+from helpers.util import atomic_write, sha256_file, usable_cores
 
 SOLUTIONS = ROOT / "solutions"
+STATE_NAME = "grading-state.json"
+NO_SANDBOX_WARNING = (
+    "warning: grading WITHOUT the sandbox (--no-sandbox): student code runs with your rights, "
+    "can read your files, reach the network and outlive the grader."
+)
 
 
 class GradingError(RuntimeError):
     """The grading run cannot start (bad lesson, folders, or sandbox)."""
+
+
+@dataclass
+class Settings:
+    """How a run grades: everything but the lesson and the folders.
+
+    Attributes:
+      limits: per-submission :class:`Limits`.
+      jobs: submissions graded at once (default: the usable cores).
+      sandbox: run each kernel under bubblewrap (the default; False is unsafe).
+      parameters: notebook parameters (over the lesson's own defaults).
+      solutions: where ``NN_slug.ipynb`` (the instructor's copy) lives.
+      exercises: an exercises module (dotted name or ``.py``) instead of ``helpers.exercises.lNN``.
+      kernel: the Jupyter kernel to run (default: ``tfrecord-course`` if installed, else python3).
+      seed: derive every submission's inputs from this seed (default: secret, random).
+      rerun: grade again even submissions graded before with the same notebook and settings.
+      roster: a CSV mapping student folders to Canvas ids (writes ``canvas.csv``).
+      canvas_assignment: the Canvas gradebook column, e.g. ``"Lesson 02 (12345)"``.
+      gradescope: write ``gradescope/<student>/results.json``.
+      similarity: the threshold of the similarity report (None: no report).
+      keep_workdirs: keep each submission's working folder (debugging).
+      quiet: print nothing (no progress bar).
+    """
+
+    limits: Limits = field(default_factory=Limits)
+    jobs: int | None = None
+    sandbox: bool = True
+    parameters: dict[str, Any] = field(default_factory=dict)
+    solutions: Path = SOLUTIONS
+    exercises: str | None = None
+    kernel: str | None = None
+    seed: int | None = None
+    rerun: bool = False
+    roster: Path | None = None
+    canvas_assignment: str | None = None
+    gradescope: bool = False
+    similarity: float | None = 0.8
+    keep_workdirs: bool = False
+    quiet: bool = False
+
+    @classmethod
+    def from_options(cls, **options: Any) -> Settings:
+        """Settings from keyword options; ``timeout``, ``cell_timeout`` and ``memory`` set limits."""
+        limits = options.pop("limits", None) or Limits()
+        overrides = {
+            k: options.pop(k) for k in ("timeout", "cell_timeout", "memory") if k in options
+        }
+        if overrides:
+            limits = replace(limits, **overrides)
+        unknown = set(options) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise TypeError(f"unknown grading option(s): {', '.join(sorted(unknown))}")
+        return cls(limits=limits, **options)
+
+
+@dataclass
+class Run:
+    """What :func:`grade` works out before grading anything."""
+
+    lesson: str
+    solution: Path
+    parameters: dict[str, Any]
+    exercises: str | None
+    bwrap: str | None
+    kernel: list[str]
+    kernel_env: dict[str, str]
+    fingerprint: str
 
 
 # ---------------------------------------------------------------------------
@@ -39,7 +123,7 @@ def _worker_init(log_path: str) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     try:  # TensorFlow (imported by some checks) writes C++ log lines straight to fd 2
-        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
         os.dup2(fd, 2)
         os.close(fd)
     except OSError:
@@ -53,6 +137,7 @@ def _worker_init(log_path: str) -> None:
 def _run_job(job: Job) -> SubmissionGrade:
     import psutil
 
+    from helpers.grading import verdicts
     from helpers.grading.submission import grade_submission
 
     started = time.time()
@@ -64,10 +149,11 @@ def _run_job(job: Job) -> SubmissionGrade:
         traceback.print_exc()  # into grader.log
         raise
     finally:
+        keep = {v.proc.pid for v in verdicts._VERIFIERS.values() if v.proc is not None}
         me = psutil.Process()
         for child in me.children(recursive=True):
             try:
-                if child.create_time() >= started - 1:
+                if child.pid not in keep and child.create_time() >= started - 1:
                     child.kill()
             except psutil.Error:
                 pass
@@ -87,11 +173,12 @@ def _failed(job: Job, why: str) -> SubmissionGrade:
         notes=[*job.notes, f"the grader failed on this submission: {why}"],
         seed=job.seed,
         slug=job.slug,
+        digest=job.digest,
     )
 
 
 # ---------------------------------------------------------------------------
-# Parent side
+# Parent side: the steps of a run
 # ---------------------------------------------------------------------------
 
 
@@ -103,69 +190,109 @@ def solution_for(lesson: str, solutions: Path) -> Path:
     return found[0]
 
 
-def parse_size(text: str) -> int:
-    """``"4G"``, ``"512M"``, ``"1.5GiB"`` or bytes."""
-    t = text.strip().upper().removesuffix("B").removesuffix("I")
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-    if t and t[-1] in units:
-        return int(float(t[:-1]) * units[t[-1]])
-    return int(float(t))
+def _digest_of(path: Path) -> str:
+    try:
+        return sha256_file(path)
+    except OSError:
+        return ""
+
+
+def prepare(lesson: str | int, submissions: Path, settings: Settings) -> Run:
+    """Check the lesson, the folders and the sandbox; work out the run's fixed inputs.
+
+    Raises:
+      GradingError: what is wrong and what to do.
+    """
+    import importlib.util
+
+    from helpers.grading.submission import solution_parameters
+    from helpers.notebooks import read
+
+    lesson = f"{int(lesson):02d}"
+    if not Path(submissions).is_dir():
+        raise GradingError(f"no submissions folder {submissions}")
+    solution = solution_for(lesson, Path(settings.solutions))
+    exercises = settings.exercises
+    if exercises is None and importlib.util.find_spec(f"helpers.exercises.l{lesson}") is None:
+        raise GradingError(f"lesson {lesson} has no exercises (helpers/exercises/l{lesson}.py)")
+    if exercises is not None and (exercises.endswith(".py") or os.sep in exercises):
+        exercises = str(Path(exercises).resolve())
+    bwrap = None
+    if settings.sandbox:
+        try:
+            bwrap = find_bwrap()
+        except SandboxUnavailable as err:
+            raise GradingError(str(err)) from None
+    try:
+        kernel, kernel_env = kernel_command(settings.kernel)
+    except ValueError as err:
+        raise GradingError(str(err)) from None
+    params = {**solution_parameters(read(solution)), **settings.parameters}
+    code = _digest_of(Path(exercises)) if exercises and exercises.endswith(".py") else ""
+    fingerprint = json.dumps(
+        [
+            lesson,
+            _digest_of(solution),
+            code,
+            params,
+            asdict(settings.limits),
+            settings.sandbox,
+            kernel,
+            settings.seed,
+            exercises,
+        ],
+        sort_keys=True,
+        default=str,
+    )
+    fingerprint = hashlib.sha256(fingerprint.encode()).hexdigest()
+    return Run(lesson, solution, params, exercises, bwrap, kernel, kernel_env, fingerprint)
 
 
 def plan_jobs(
-    lesson: str,
-    submissions: Path,
-    solution: Path,
-    *,
-    workroot: Path,
-    executed_dir: Path,
-    limits: Limits,
-    parameters: dict[str, Any],
-    exercises_ref: str | None,
-    bwrap: str | None,
-    hide: list[str],
-    seed: int | None,
-    keep_workdirs: bool,
+    run: Run, submissions: Path, settings: Settings, workroot: Path, executed_dir: Path
 ) -> tuple[list[Job], list[str]]:
     """One :class:`Job` per student folder, and warnings about stray files."""
     jobs: list[Job] = []
     warnings: list[str] = []
-    expected = solution.name
-    entries = sorted(submissions.iterdir(), key=lambda p: p.name)
+    expected = run.solution.name
     slugs: set[str] = set()
-    for entry in entries:
+    for entry in sorted(Path(submissions).iterdir(), key=lambda p: os.fsencode(p.name)):
+        name = fsafe.printable(entry.name)
         if entry.name.startswith("."):
             continue
         if not entry.is_dir() or entry.is_symlink():
             warnings.append(
-                f"{entry.name}: not a student folder (expected {submissions}/<student>/{expected})"
+                f"{name}: not a student folder (expected {submissions}/<student>/{expected})"
             )
             continue
-        path, notes = find_submission(entry, expected, lesson)
+        path, notes = find_submission(entry, expected, run.lesson)
         n = len(jobs)
-        slug = base = safe_name(entry.name)
+        slug = base = safe_name(name)
         while slug.lower() in slugs:  # "a b" and "a_b" get separate feedback files
             slug = f"{base}-{len(slugs)}"
         slugs.add(slug.lower())
+        digest = _digest_of(path) if path else ""
         jobs.append(
             Job(
-                student=entry.name,
-                lesson=lesson,
+                student=name,
+                lesson=run.lesson,
                 notebook=str(path) if path else None,
                 expected_name=expected,
-                solution=str(solution),
+                solution=str(run.solution),
                 workdir=str(workroot / f"s{n:04d}"),
                 executed_dir=str(executed_dir),
-                seed=(seed + n) if seed is not None else secrets.randbits(63),
-                limits=limits,
-                parameters=parameters,
-                notes=notes if path else [],
-                missing_reason=notes[0] if not path and notes else "",
-                exercises_ref=exercises_ref,
-                bwrap=bwrap,
-                hide=hide,
-                keep_workdir=keep_workdirs,
+                seed=(settings.seed + n) if settings.seed is not None else secrets.randbits(63),
+                limits=settings.limits,
+                parameters=run.parameters,
+                notes=[fsafe.printable(t) for t in notes] if path else [],
+                missing_reason=fsafe.printable(notes[0]) if not path and notes else "",
+                exercises_ref=run.exercises,
+                bwrap=run.bwrap,
+                kernel=run.kernel,
+                kernel_env=run.kernel_env,
+                keep_workdir=settings.keep_workdirs,
                 slug=slug,
+                digest=f"{digest}:{run.fingerprint}" if digest else "",
             )
         )
     return jobs, warnings
@@ -179,6 +306,18 @@ def worker_pool(workers: int, log_path: Path) -> ProcessPoolExecutor:
         initializer=_worker_init,
         initargs=(str(log_path),),
     )
+
+
+def _kill_workers() -> None:
+    """SIGKILL this process's pool workers (spawned children), after Ctrl-C."""
+    import psutil
+
+    for child in psutil.Process().children():
+        try:
+            if "multiprocessing" in " ".join(child.cmdline()):
+                child.kill()
+        except psutil.Error:
+            pass
 
 
 def _run_pool(
@@ -204,9 +343,9 @@ def _run_pool(
             except Exception as err:  # noqa: BLE001 - one submission's grader failure is reported
                 results[n] = _failed(jobs[n], f"{type(err).__name__}: {err}")
             report(results[n])
-    except KeyboardInterrupt:  # stop now: workers' kernels die with them (parent poller, bwrap)
-        for proc in list(getattr(pool, "_processes", {}).values()):
-            proc.kill()
+    except KeyboardInterrupt:  # stop now: workers' kernels die with them (parent death signal)
+        if own:
+            _kill_workers()
         raise
     finally:
         if own:
@@ -221,44 +360,152 @@ def _run_pool(
     return results
 
 
+def _load_state(output: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((output / STATE_NAME).read_text())
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _from_state(entry: dict[str, Any]) -> SubmissionGrade:
+    from helpers.grading.submission import ExerciseGrade
+
+    data = dict(entry)
+    data["exercises"] = [ExerciseGrade(**e) for e in data.get("exercises", [])]
+    return SubmissionGrade(**data)
+
+
+def split_unchanged(
+    jobs: list[Job], output: Path, rerun: bool
+) -> tuple[dict[int, SubmissionGrade], list[int]]:
+    """Results kept from the last run (same notebook digest and settings), and jobs to grade."""
+    state = {} if rerun else _load_state(output)
+    kept: dict[int, SubmissionGrade] = {}
+    todo: list[int] = []
+    for n, job in enumerate(jobs):
+        entry = state.get(job.slug)
+        if job.digest and isinstance(entry, dict) and entry.get("digest") == job.digest:
+            try:
+                kept[n] = _from_state(entry)
+                continue
+            except (TypeError, ValueError):
+                pass
+        todo.append(n)
+    return kept, todo
+
+
+def _grade_jobs(
+    jobs: list[Job], todo: list[int], settings: Settings, log: Path, pool: Any, say: Callable
+) -> dict[int, SubmissionGrade]:
+    """Grade ``jobs[todo]`` in the pool, with a progress bar (and ETA) over submissions."""
+    from helpers.util import progress_bar
+
+    if not todo:
+        return {}
+    workers = max(1, min(settings.jobs or usable_cores(), len(todo)))
+    say(f"grading {len(todo)} submission(s) of lesson {jobs[0].lesson} with {workers} job(s)")
+    bar = progress_bar(
+        len(todo), "grading", enabled=not settings.quiet, unit="notebook", leave=True
+    )
+
+    def report(res: SubmissionGrade) -> None:
+        bar.update(1)
+        if not settings.quiet:
+            bar.write(
+                f"{res.student}: {res.score:g}/{res.max_score:g} {res.status} ({res.seconds:.0f} s)"
+            )
+
+    try:
+        by_pos = _run_pool([jobs[n] for n in todo], workers, log, report, pool)
+    finally:
+        bar.close()
+    return {todo[pos]: res for pos, res in by_pos.items()}
+
+
+def write_outputs(
+    run: Run,
+    settings: Settings,
+    results: list[SubmissionGrade],
+    notebooks: dict[str, Path],
+    output: Path,
+    say: Callable,
+) -> None:
+    """Every student's row, feedback and exports; one failing file never stops the others."""
+    from helpers.grading import exports, report, similarity
+
+    def attempt(what: str, step: Callable[[], Any]) -> None:
+        try:
+            step()
+        except Exception as err:  # noqa: BLE001 - the other outputs are still written
+            say(f"warning: could not write {what}: {type(err).__name__}: {err}")
+
+    # written after every kernel is gone, so nothing a submission wrote can survive here
+    attempt("gradebook.csv", lambda: report.write_gradebook(results, output / "gradebook.csv"))
+    attempt("summary.csv", lambda: report.write_summary(results, output / "summary.csv"))
+    for res in results:
+        attempt(
+            f"the feedback of {res.student}",
+            lambda r=res: report.write_feedback(r, output / "feedback"),
+        )
+    state = {r.slug: {**asdict(r)} for r in results if r.digest}
+    attempt(STATE_NAME, lambda: atomic_write(output / STATE_NAME, json.dumps(state, indent=1)))
+    settings_doc = {
+        "lesson": run.lesson,
+        "solution": run.solution.name,
+        "parameters": run.parameters,
+        "sandbox": settings.sandbox,
+        "kernel": run.kernel,
+        "limits": asdict(settings.limits),
+        "seeds": {r.student: r.seed for r in results},
+    }
+    attempt(
+        "grading.json",
+        lambda: atomic_write(
+            output / "grading.json", json.dumps(settings_doc, indent=1, default=str)
+        ),
+    )
+    if settings.gradescope:
+        attempt(
+            "the Gradescope results",
+            lambda: exports.write_gradescope(results, output / "gradescope"),
+        )
+    if settings.roster is not None:
+        column = settings.canvas_assignment or f"Lesson {run.lesson}"
+        attempt(
+            "canvas.csv",
+            lambda: [
+                say(f"warning: {w}")
+                for w in exports.write_canvas(
+                    results, settings.roster, column, output / "canvas.csv"
+                )
+            ],
+        )
+    if settings.similarity is not None:
+        attempt(
+            "the similarity report",
+            lambda: similarity.write_report(notebooks, run.solution, settings.similarity, output),
+        )
+
+
 def grade(
     lesson: str | int,
     submissions: Path,
     output: Path,
+    settings: Settings | None = None,
     *,
-    timeout: float = 600,
-    cell_timeout: float = 120,
-    memory: int = 4 * GiB,
-    jobs: int | None = None,
-    sandbox: bool = False,
-    parameters: dict[str, Any] | None = None,
-    solutions: Path = SOLUTIONS,
-    exercises: str | None = None,
-    seed: int | None = None,
-    keep_workdirs: bool = False,
-    limits: Limits | None = None,
-    quiet: bool = False,
     pool: ProcessPoolExecutor | None = None,
+    **options: Any,
 ) -> list[SubmissionGrade]:
     """Grade every ``submissions/<student>/<lesson notebook>.ipynb``.
 
     Args:
       lesson: the lesson number (``"02"`` or ``2``).
       submissions: one folder per student.
-      output: gets ``gradebook.csv``, ``summary.csv``, ``feedback/`` and ``executed/``.
-      timeout: seconds for all of one student's cells.
-      cell_timeout: seconds for any one cell.
-      memory: bytes of memory per kernel (with its children).
-      jobs: submissions graded at once (default: the number of CPUs).
-      sandbox: run each kernel under bubblewrap.
-      parameters: notebook parameters (over the lesson's own defaults).
-      solutions: where ``NN_slug.ipynb`` (the instructor's copy) lives.
-      exercises: the exercises module (dotted name or ``.py`` path) instead
-        of ``helpers.exercises.lNN``.
-      seed: derive every submission's inputs from this seed (default: secret, random).
-      keep_workdirs: keep each submission's working directory (debugging).
-      limits: full :class:`Limits` (overrides timeout, cell_timeout and memory).
-      quiet: print nothing.
+      output: gets ``gradebook.csv``, ``summary.csv``, ``feedback/``, ``executed/``,
+        ``grader.log``, ``grading.json`` and the exports.
+      settings: how to grade (:class:`Settings`); or give its fields as keyword
+        options (plus ``timeout``, ``cell_timeout``, ``memory`` for the limits).
       pool: an existing :func:`worker_pool` to use (e.g. one pool for many lessons).
 
     Returns:
@@ -267,188 +514,32 @@ def grade(
     Raises:
       GradingError: unknown lesson, missing folders, or no usable sandbox.
     """
-    import importlib.util
-
-    from helpers.grading.report import write_feedback, write_gradebook, write_summary
-    from helpers.grading.submission import solution_parameters
-
-    lesson = f"{int(lesson):02d}"
-    submissions, output, solutions = Path(submissions), Path(output), Path(solutions)
-    if not submissions.is_dir():
-        raise GradingError(f"no submissions folder {submissions}")
-    solution = solution_for(lesson, solutions)
-    if exercises is None and importlib.util.find_spec(f"helpers.exercises.l{lesson}") is None:
-        raise GradingError(f"lesson {lesson} has no exercises (helpers/exercises/l{lesson}.py)")
-    if exercises is not None and (exercises.endswith(".py") or os.sep in exercises):
-        exercises = str(Path(exercises).resolve())
-    bwrap = None
-    if sandbox:
-        try:
-            bwrap = find_bwrap()
-        except SandboxUnavailable as err:
-            raise GradingError(str(err)) from None
-    limits = limits or Limits(timeout=timeout, cell_timeout=cell_timeout, memory=memory)
-    from helpers.notebooks import read
-
-    params = {**solution_parameters(read(solution)), **(parameters or {})}
+    settings = settings or Settings.from_options(**options)
+    output = Path(output)
+    run = prepare(lesson, Path(submissions), settings)
     output.mkdir(parents=True, exist_ok=True)
-    executed_dir = output / "executed"
+    log = output / "grader.log"
+    say = (lambda *a: None) if settings.quiet else (lambda *a: print(*a, flush=True))
+    if not settings.sandbox:
+        print(NO_SANDBOX_WARNING, file=sys.stderr, flush=True)
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(NO_SANDBOX_WARNING + "\n")
     workroot = Path(tempfile.mkdtemp(prefix="tfrgrade-"))
-    hide = [str(p) for p in (submissions, output, solutions, SOLUTIONS, workroot, ROOT / ".git")]
-    job_list, warnings = plan_jobs(
-        lesson,
-        submissions,
-        solution,
-        workroot=workroot,
-        executed_dir=executed_dir,
-        limits=limits,
-        parameters=params,
-        exercises_ref=exercises,
-        bwrap=bwrap,
-        hide=hide,
-        seed=seed,
-        keep_workdirs=keep_workdirs,
-    )
-    say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
-    for w in warnings:
-        say(f"warning: {w}")
-    if not sandbox:
-        say("note: kernels run without --sandbox: they can reach the network and write files.")
-    workers = max(1, min(jobs or os.cpu_count() or 1, len(job_list) or 1))
-    say(f"grading {len(job_list)} submission(s) of lesson {lesson} with {workers} job(s)")
-    done = [0]
-
-    def report(res: SubmissionGrade) -> None:
-        done[0] += 1
-        say(
-            f"[{done[0]}/{len(job_list)}] {res.student}: {res.score:g}/{res.max_score:g} "
-            f"{res.status} ({res.seconds:.0f} s)"
-        )
-
     try:
-        results_by_n = (
-            _run_pool(job_list, workers, output / "grader.log", report, pool) if job_list else {}
-        )
+        jobs, warnings = plan_jobs(run, Path(submissions), settings, workroot, output / "executed")
+        for w in warnings:
+            say(f"warning: {w}")
+        results_by_n, todo = split_unchanged(jobs, output, settings.rerun)
+        if results_by_n:
+            say(f"{len(results_by_n)} submission(s) unchanged since the last run: not graded again")
+        results_by_n.update(_grade_jobs(jobs, todo, settings, log, pool, say))
     finally:
-        if not keep_workdirs:
-            import shutil
-
-            shutil.rmtree(workroot, ignore_errors=True)
-    results = [results_by_n[n] for n in range(len(job_list))]
-    results.sort(key=lambda r: r.student)
-    # written after every kernel is gone, so nothing a submission wrote can survive here
-    write_gradebook(results, output / "gradebook.csv")
-    write_summary(results, output / "summary.csv")
-    for res in results:
-        write_feedback(res, output / "feedback")
-    (output / "grading.json").write_text(
-        json.dumps(
-            {
-                "lesson": lesson,
-                "solution": solution.name,
-                "parameters": params,
-                "sandbox": sandbox,
-                "limits": limits.__dict__,
-                "seeds": {r.student: r.seed for r in results},
-            },
-            indent=1,
-            default=str,
-        )
-    )
+        if not settings.keep_workdirs and (problem := fsafe.remove_tree(str(workroot))):
+            say(f"warning: {problem}")
+    results = sorted((results_by_n[n] for n in range(len(jobs))), key=lambda r: r.student)
+    notebooks = {j.student: Path(j.notebook) for j in jobs if j.notebook}
+    write_outputs(run, settings, results, notebooks, output, say)
     return results
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["bench"]:
-        from helpers.grading.bench import main as bench_main
-
-        return bench_main(argv[1:])
-    parser = argparse.ArgumentParser(
-        prog="python -m helpers.grading",
-        description=(
-            "Grade student notebooks: each runs in its own kernel with time and memory limits; "
-            "the grader draws fresh inputs, the kernel computes answers, the grader verifies "
-            "them. Also: `python -m helpers.grading bench --help`."
-        ),
-    )
-    parser.add_argument("--lesson", required=True, help="lesson number, e.g. 02")
-    parser.add_argument(
-        "--submissions", required=True, type=Path, help="folder of <student>/<notebook>.ipynb"
-    )
-    parser.add_argument("--output", required=True, type=Path, help="gradebook, feedback, notebooks")
-    parser.add_argument(
-        "--timeout", type=float, default=600, help="seconds for a notebook's cells (default 600)"
-    )
-    parser.add_argument(
-        "--cell-timeout", type=float, default=120, help="seconds for any one cell (default 120)"
-    )
-    parser.add_argument(
-        "--memory-limit", default="4G", help="memory per kernel, e.g. 4G or 1500M (default 4G)"
-    )
-    parser.add_argument(
-        "--jobs", type=int, default=None, help="submissions at once (default: CPUs)"
-    )
-    parser.add_argument(
-        "--sandbox",
-        action="store_true",
-        help="run kernels under bubblewrap (no network, no writes)",
-    )
-    parser.add_argument(
-        "-p",
-        "--parameter",
-        nargs=2,
-        action="append",
-        default=[],
-        metavar=("NAME", "VALUE"),
-        help="notebook parameter (JSON value or string); repeatable",
-    )
-    parser.add_argument(
-        "--solutions",
-        type=Path,
-        default=SOLUTIONS,
-        help="folder with the instructor's NN_slug.ipynb (default: solutions/)",
-    )
-    parser.add_argument(
-        "--exercises",
-        default=None,
-        help="exercises module (dotted name or .py file) instead of helpers.exercises.lNN",
-    )
-    parser.add_argument("--seed", type=int, default=None, help="reproducible inputs (debugging)")
-    parser.add_argument("--keep-workdirs", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--quiet", action="store_true")
-    args = parser.parse_args(argv)
-
-    def value(text: str) -> Any:
-        try:
-            return json.loads(text)
-        except ValueError:
-            return text
-
-    try:
-        results = grade(
-            args.lesson,
-            args.submissions,
-            args.output,
-            timeout=args.timeout,
-            cell_timeout=args.cell_timeout,
-            memory=parse_size(args.memory_limit),
-            jobs=args.jobs,
-            sandbox=args.sandbox,
-            parameters={k: value(v) for k, v in args.parameter},
-            solutions=args.solutions,
-            exercises=args.exercises,
-            seed=args.seed,
-            keep_workdirs=args.keep_workdirs,
-            quiet=args.quiet,
-        )
-    except (GradingError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    if not args.quiet:
-        width = max([len(r.student) for r in results] + [7])
-        print(f"\n{'student':<{width}}  score    status")
-        for r in results:
-            print(f"{r.student:<{width}}  {r.score:>3g}/{r.max_score:<3g}  {r.status}")
-        print(f"gradebook: {args.output / 'gradebook.csv'}; feedback: {args.output / 'feedback'}")
-    return 1 if any(r.status == "error" for r in results) else 0
+__all__ = ["GiB", "GradingError", "Settings", "grade", "worker_pool"]

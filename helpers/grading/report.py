@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from helpers.grading.submission import SubmissionGrade, safe_name
+from helpers.util import atomic_write
 
 GRADEBOOK_FIELDS = ["student", "lesson", "exercise", "score", "max_score", "status", "detail"]
 SUMMARY_FIELDS = [
@@ -31,7 +32,7 @@ SUMMARY_FIELDS = [
 ]
 
 
-def _cell(value: object) -> object:
+def csv_cell(value: object) -> object:
     if isinstance(value, str):
         value = value.replace("\r", " ").replace("\n", " | ")
         if value[:1] in ("=", "+", "-", "@", "\t"):
@@ -41,12 +42,6 @@ def _cell(value: object) -> object:
 
 def _fmt(score: float) -> str:
     return f"{score:g}"
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
 
 
 def write_gradebook(results: Iterable[SubmissionGrade], path: Path) -> None:
@@ -59,20 +54,28 @@ def write_gradebook(results: Iterable[SubmissionGrade], path: Path) -> None:
             detail = ex.detail + (f" Hint: {ex.hint}" if ex.hint and ex.status != "passed" else "")
             writer.writerow(
                 [
-                    _cell(res.student),
+                    csv_cell(res.student),
                     res.lesson,
                     ex.key,
                     _fmt(ex.score),
                     _fmt(ex.max_score),
                     ex.status,
-                    _cell(detail),
+                    csv_cell(detail),
                 ]
             )
         if not res.exercises:
             writer.writerow(
-                [_cell(res.student), res.lesson, "", 0, 0, res.status, _cell("; ".join(res.notes))]
+                [
+                    csv_cell(res.student),
+                    res.lesson,
+                    "",
+                    0,
+                    0,
+                    res.status,
+                    csv_cell("; ".join(res.notes)),
+                ]
             )
-    _write_atomic(path, buf.getvalue())
+    atomic_write(path, buf.getvalue())
 
 
 def write_summary(results: Iterable[SubmissionGrade], path: Path) -> None:
@@ -83,23 +86,23 @@ def write_summary(results: Iterable[SubmissionGrade], path: Path) -> None:
     for res in results:
         writer.writerow(
             [
-                _cell(res.student),
+                csv_cell(res.student),
                 res.lesson,
                 _fmt(res.score),
                 _fmt(res.max_score),
                 res.status,
-                _cell(res.notebook),
+                csv_cell(res.notebook),
                 f"{res.seconds:.1f}",
-                _cell("; ".join(res.notes)),
+                csv_cell("; ".join(res.notes)),
             ]
         )
-    _write_atomic(path, buf.getvalue())
+    atomic_write(path, buf.getvalue())
 
 
-def _fence(text: str) -> str:
+def fence(text: str) -> str:
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}text\n{text}\n{fence}"
+    marks = "`" * max(3, longest + 1)
+    return f"{marks}text\n{text}\n{marks}"
 
 
 def _md_text(text: str) -> str:
@@ -118,7 +121,7 @@ def feedback_markdown(res: SubmissionGrade) -> str:
         "",
         "Student:",
         "",
-        _fence(res.student),
+        fence(res.student),
         "",
         f"**Score: {_fmt(res.score)} / {_fmt(res.max_score)}** (status: {res.status})",
         "",
@@ -133,11 +136,11 @@ def feedback_markdown(res: SubmissionGrade) -> str:
     lines.append("")
     for ex in res.exercises:
         mark = STATUS_MARK.get(ex.status, "✘")
-        lines += [f"## {mark} {_md_text(ex.key)}: {_md_text(ex.title)}", "", _fence(ex.detail), ""]
+        lines += [f"## {mark} {_md_text(ex.key)}: {_md_text(ex.title)}", "", fence(ex.detail), ""]
         if ex.hint and ex.status != "passed":
             lines += [f"Hint: {_md_text(ex.hint)}", ""]
     if res.notes:
-        lines += ["## About your notebook", "", _fence("\n".join(f"- {n}" for n in res.notes)), ""]
+        lines += ["## About your notebook", "", fence("\n".join(f"- {n}" for n in res.notes)), ""]
     lines += [
         "Each exercise was checked on fresh inputs drawn by the grader; your function's answers "
         "were verified outside your notebook.",
@@ -185,6 +188,6 @@ def write_feedback(res: SubmissionGrade, folder: Path) -> tuple[Path, Path]:
     folder.mkdir(parents=True, exist_ok=True)
     base = res.slug or safe_name(res.student)
     md, page = folder / f"{base}.md", folder / f"{base}.html"
-    _write_atomic(md, feedback_markdown(res))
-    _write_atomic(page, feedback_html(res))
+    atomic_write(md, feedback_markdown(res))
+    atomic_write(page, feedback_html(res))
     return md, page

@@ -10,23 +10,30 @@ fate was and keeps going when a cell misbehaves:
   kernel is interrupted (a Jupyter ``interrupt_request`` message, which also
   works inside the sandbox); if it does not answer a ``kernel_info`` probe
   within a grace period it is killed.
-- A kernel that dies (``os._exit``, a segfault, the memory watchdog, a kill
-  after a timeout) is restarted, the cells before are re-run and the culprit
-  is skipped, at most ``max_restarts`` times: one crashing cell costs its own
+- A kernel that dies (``os._exit``, a segfault, the watchdog, a kill after a
+  timeout) is restarted, the cells before are re-run and the culprit is
+  skipped, at most ``max_restarts`` times: one crashing cell costs its own
   points, not the whole notebook.
-- An RSS watchdog thread sums the memory of the kernel and all its children
-  and kills the tree above the limit (the ``RLIMIT_DATA`` set by the
-  launcher catches ordinary Python allocations first, as a ``MemoryError``).
-- Output is capped per cell and per notebook while it arrives, so 300k printed
-  lines never reach the executed notebook (or the grader's memory).
+- The watchdog (:mod:`helpers.grading.processes`) stops a kernel over its
+  memory, process or disk limit; after each kernel, nothing it started may
+  survive.
+- The kernel's log is one file descriptor the grader opened (``O_NOFOLLOW``)
+  in a folder the kernel cannot see; its sockets and connection files sit
+  outside the kernel's writable folder.
+
+The kernel is the one named by the instructor (``kernel``), else the course
+kernel ``tfrecord-course`` when it is installed, else ``python3``; never the
+kernelspec written in the student's notebook.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
-import signal
-import threading
+import os
+import secrets
+import shutil
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,16 +41,18 @@ from pathlib import Path
 from queue import Empty
 from typing import Any
 
-import nbformat
-import psutil
-from jupyter_client.kernelspec import KernelSpec
+from jupyter_client.kernelspec import KernelSpec, KernelSpecManager, NoSuchKernel
 from jupyter_client.manager import AsyncKernelManager
-from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+from helpers.grading import processes, sandbox
+from helpers.grading.client import GradingClient
+from helpers.grading.processes import GiB, Watchdog, describe_exit, kill_tree
 from helpers.grading.sandbox import launcher_cmd
 
-GiB = 1 << 30
+__all__ = ["GiB", "describe_exit", "kill_tree"]
+
+COURSE_KERNEL = "tfrecord-course"
 
 
 @dataclass(frozen=True)
@@ -56,22 +65,32 @@ class Limits:
       cell_timeout: seconds for any one cell (the student's or the grader's).
       memory: bytes of memory for the kernel and its children.
       file_size: largest file the kernel may write, in bytes.
+      disk: bytes the kernel may keep in its writable folders (and its log).
+      max_processes: processes the kernel may run at once (with the sandbox's
+        ``pids`` cgroup, where available: processes and threads).
       max_restarts: how often a dead kernel is restarted (culprit skipped).
       interrupt_grace: seconds a timed-out cell has to stop after the interrupt.
       cell_output_lines / cell_output_bytes: output kept per cell.
       notebook_output_lines / notebook_output_bytes: output kept per notebook.
+      verify_memory / verify_seconds: what verifying one answer may cost the grader.
+      answer_bytes: the largest answer file read back from the kernel.
     """
 
     timeout: float = 600.0
     cell_timeout: float = 120.0
     memory: int = 4 * GiB
     file_size: int = 1 * GiB
+    disk: int = 2 * GiB
+    max_processes: int = 512
     max_restarts: int = 2
     interrupt_grace: float = 10.0
     cell_output_lines: int = 1_000
     cell_output_bytes: int = 2_000_000
     notebook_output_lines: int = 10_000
     notebook_output_bytes: int = 10_000_000
+    verify_memory: int = 2 * GiB
+    verify_seconds: float = 60.0
+    answer_bytes: int = 32 << 20
 
 
 @dataclass
@@ -80,9 +99,9 @@ class CellRun:
 
     ``status`` is one of ``ok``, ``error`` (the kernel replied error),
     ``timeout`` (interrupted after the cell timeout), ``killed`` (the kernel
-    was killed: it ignored the interrupt, or hit the memory limit), ``died``
-    (the kernel died by itself), ``not_run`` and ``skipped`` (it killed the
-    kernel before and was left out of the re-run).
+    was killed: it ignored the interrupt, or hit a limit), ``died`` (the
+    kernel died by itself), ``not_run`` and ``skipped`` (it killed the kernel
+    before and was left out of the re-run).
     """
 
     index: int
@@ -104,7 +123,7 @@ class CellRun:
 
 @dataclass
 class Execution:
-    """The fate of every cell, and the kernel restarts on the way."""
+    """The fate of every cell, the kernel restarts on the way, and leftover processes."""
 
     runs: dict[int, CellRun] = field(default_factory=dict)
     restarts: list[str] = field(default_factory=list)
@@ -113,95 +132,73 @@ class Execution:
     start_error: str = ""
     seconds: float = 0.0
     kernel_log: str = ""
+    survivors: int = 0
 
 
-def describe_exit(code: int | None, sandboxed: bool) -> str:
-    """A kernel's exit status in words."""
-    if code is None:
-        return "the kernel stopped"
-    sig = -code if code < 0 else (code - 128 if sandboxed and 128 < code < 160 else 0)
-    if sig:
-        try:
-            name = signal.Signals(sig).name
-        except ValueError:
-            name = f"signal {sig}"
-        what = {
-            "SIGSEGV": "crashed with a segmentation fault",
-            "SIGBUS": "crashed with a bus error",
-            "SIGABRT": "aborted",
-            "SIGFPE": "crashed with a floating-point exception",
-            "SIGILL": "crashed with an illegal instruction",
-            "SIGKILL": "was killed (SIGKILL; usually the system running out of memory)",
-        }.get(name, "was stopped")
-        return f"the kernel {what} ({name})"
-    return f"the kernel exited with status {code} (os._exit(), or a crash in native code)"
+def kernel_command(name: str | None = None) -> tuple[list[str], dict[str, str]]:
+    """The argv (with ``{connection_file}``) and env of the instructor's kernel.
 
+    ``name`` None means the course kernel if it is installed, else ``python3``.
 
-def _tree(pid: int) -> list[psutil.Process]:
+    Raises:
+      ValueError: no kernelspec of that name is installed.
+    """
+    manager = KernelSpecManager()
+    if name is None:
+        name = COURSE_KERNEL if COURSE_KERNEL in manager.find_kernel_specs() else "python3"
     try:
-        root = psutil.Process(pid)
-        return [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return []
+        spec = manager.get_kernel_spec(name)
+    except NoSuchKernel:
+        known = ", ".join(sorted(manager.find_kernel_specs())) or "none"
+        raise ValueError(
+            f"no Jupyter kernel named {name!r} is installed (installed: {known})"
+        ) from None
+    argv = list(spec.argv)
+    if argv and not os.path.isabs(argv[0]):
+        argv[0] = shutil.which(argv[0]) or (sys.executable if "python" in argv[0] else argv[0])
+    return argv, dict(spec.env or {})
 
 
-def kill_tree(pid: int) -> None:
-    """SIGKILL a process and all its descendants."""
-    procs = _tree(pid)
-    for proc in reversed(procs):
-        try:
-            proc.kill()
-        except psutil.Error:
-            pass
-    psutil.wait_procs(procs, timeout=5)
+def interpreter_paths(argv: list[str]) -> list[Path]:
+    """Folders the kernel's interpreter needs visible in the sandbox (its venv and base)."""
+    exe = Path(argv[0])
+    return [exe.parent.parent, exe.resolve().parent.parent]
 
 
-class Watchdog(threading.Thread):
-    """Kills the kernel's process tree above a memory limit or after a hard deadline."""
+@dataclass
+class KernelPlace:
+    """Where a kernel runs and what the grader keeps about it (see :mod:`.submission`).
 
-    def __init__(self, pid: int, memory: int, deadline: float):
-        super().__init__(daemon=True, name=f"grader-watchdog-{pid}")
-        self.pid, self.memory, self.deadline = pid, memory, deadline
-        self.reason: str | None = None
-        self._stop = threading.Event()
+    Attributes:
+      cwd: the kernel's working directory (in its writable folder).
+      sock_dir: its ZeroMQ ``ipc`` sockets (writable by it, outside its folder).
+      conn_dir: connection files (read-only for it).
+      log_fd: the grader's descriptor of the kernel log (the kernel's stdout/stderr).
+      disk_paths: the folders whose size counts against ``Limits.disk``.
+      cgroup: a ``pids`` cgroup for the kernel, or None.
+    """
 
-    def run(self) -> None:
-        while not self._stop.wait(0.25):
-            procs = _tree(self.pid)
-            if not procs:
-                return
-            rss = 0
-            for proc in procs:
-                try:
-                    rss += proc.memory_info().rss
-                except psutil.Error:
-                    pass
-            if rss > self.memory:
-                self.reason = (
-                    f"the kernel used {rss / GiB:.1f} GiB of memory, over the "
-                    f"{self.memory / GiB:.1f} GiB limit, and was stopped"
-                )
-            elif time.monotonic() > self.deadline:
-                self.reason = "the grader's overall time limit for this notebook ran out"
-            if self.reason:
-                kill_tree(self.pid)
-                return
-
-    def stop(self) -> None:
-        self._stop.set()
+    cwd: Path
+    sock_dir: Path
+    conn_dir: Path
+    log_fd: int
+    disk_paths: tuple[Path, ...] = ()
+    cgroup: Path | None = None
 
 
 class GradingKernelManager(AsyncKernelManager):
-    """Always this venv's ipykernel, through the limits launcher (and bubblewrap).
+    """The instructor's kernel, through the limits launcher (and bubblewrap)."""
 
-    The notebook's kernelspec and every installed kernelspec are ignored.
-    """
-
-    def setup(self, prefix: list[str], limits: Limits, sock_dir: Path) -> None:
-        self.kernel_name = "python3"
+    def setup(
+        self, prefix: list[str], limits: Limits, place: KernelPlace, argv: list[str], n: int
+    ) -> None:
+        self.kernel_name = "grader"
+        # jupyter_client's private cache of the spec (KernelManager.kernel_spec reads it):
+        # set here so no installed or notebook kernelspec is ever looked up. The nbclient<0.12
+        # pin (and jupyter_client 8) is what this depends on.
         self._kernel_spec = KernelSpec(
-            argv=["python"],
-            display_name="Python 3 (grader)",
+            argv=list(argv),
+            display_name="grader",
             language="python",
             interrupt_mode="message",
             env={},
@@ -209,119 +206,39 @@ class GradingKernelManager(AsyncKernelManager):
         self.launch_prefix = list(prefix)
         self.limits = limits
         self.transport = "ipc"
-        self.ip = str(sock_dir / "s")
-        self.connection_file = str(sock_dir / "kernel.json")
+        self.ip = str(place.sock_dir / f"k{n}")
+        self.connection_file = str(place.conn_dir / f"kernel-{n}-{secrets.token_hex(4)}.json")
         if len(self.ip) > 90:
             raise RuntimeError(f"socket path too long for ZeroMQ ipc: {self.ip}")
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
-        import sys
-
         kernel = [
-            sys.executable,
-            "-m",
-            "ipykernel_launcher",
-            "-f",
-            self.connection_file,
-            *(extra_arguments or []),
+            a.replace("{connection_file}", self.connection_file) for a in self.kernel_spec.argv
         ]
+        kernel += list(extra_arguments or [])
         return self.launch_prefix + launcher_cmd(self.limits.memory, self.limits.file_size, kernel)
 
 
-def _text_of(out: Any) -> str:
-    if out.get("output_type") == "stream":
-        text = out.get("text", "")
-        return "".join(text) if isinstance(text, list) else str(text)
-    return ""
+def read_tail(fd: int, size: int = 4000) -> str:
+    """The last ``size`` bytes of the file open as ``fd``, as text."""
+    try:
+        end = os.fstat(fd).st_size
+        return os.pread(fd, size, max(0, end - size)).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
-def _size_of(out: Any) -> int:
-    if out.get("output_type") == "stream":
-        return len(_text_of(out))
-    size = 0
-    for key in ("data", "traceback", "evalue"):
-        value = out.get(key)
-        if isinstance(value, dict):
-            size += sum(len(str(v)) for v in value.values())
-        elif value:
-            size += len(str(value))
-    return size
-
-
-class GradingClient(NotebookClient):
-    """nbclient with output caps and a record of timeouts and execute replies."""
-
-    def __init__(self, nb: Any, limits: Limits, **kw: Any):
-        super().__init__(nb, **kw)
-        self.limits = limits
-        self.nb_lines = 0
-        self.nb_bytes = 0
-        self.begin_cell()
-
-    def begin_cell(self) -> None:
-        self.cell_lines = 0
-        self.cell_bytes = 0
-        self.dropped_lines = 0
-        self.dropped_bytes = 0
-        self.timed_out = False
-        self.reply: dict[str, Any] | None = None
-
-    async def _async_handle_timeout(self, timeout: int, cell: Any = None) -> Any:
-        self.timed_out = True
-        return await super()._async_handle_timeout(timeout, cell)
-
-    def output(self, outs: list[Any], msg: dict[str, Any], display_id: Any, cell_index: int) -> Any:
-        out = super().output(outs, msg, display_id, cell_index)
-        if out is None or not outs or outs[-1] is not out:
-            return out
-        lim = self.limits
-        room_lines = min(
-            lim.cell_output_lines - self.cell_lines, lim.notebook_output_lines - self.nb_lines
-        )
-        room_bytes = min(
-            lim.cell_output_bytes - self.cell_bytes, lim.notebook_output_bytes - self.nb_bytes
-        )
-        text = _text_of(out)
-        lines = text.count("\n")
-        size = _size_of(out)
-        if lines <= room_lines and size <= room_bytes:
-            self.cell_lines += lines
-            self.nb_lines += lines
-            self.cell_bytes += size
-            self.nb_bytes += size
-            return out
-        if out.get("output_type") == "stream" and room_lines > 0 and room_bytes > 0:
-            kept = "".join(text.splitlines(keepends=True)[:room_lines])[:room_bytes]
-            out["text"] = kept
-            self.dropped_lines += lines - kept.count("\n")
-            self.dropped_bytes += size - len(kept)
-            self.cell_lines += kept.count("\n")
-            self.nb_lines += kept.count("\n")
-            self.cell_bytes += len(kept)
-            self.nb_bytes += len(kept)
-            # everything after this is dropped for the cell
-            self.cell_lines = max(self.cell_lines, lim.cell_output_lines)
-            return out
-        if display_id:  # nbclient tracks this output's position: keep a placeholder
-            out["data"] = {"text/plain": "[grader] output not kept (over the size limit)"}
-            out["metadata"] = {}
-        else:
-            outs.pop()
-        self.dropped_lines += lines
-        self.dropped_bytes += size
-        return None
-
-    def truncation_note(self) -> Any | None:
-        if not (self.dropped_lines or self.dropped_bytes):
-            return None
-        return nbformat.v4.new_output(
-            "stream",
-            name="stderr",
-            text=(
-                f"[grader] output truncated: {self.dropped_lines} more lines "
-                f"({self.dropped_bytes} characters) were not kept\n"
-            ),
-        )
+@dataclass
+class _Plan:
+    student: list[int]
+    setup: list[int]
+    grading: list[int]
+    start: float
+    student_deadline: float
+    hard_deadline: float
+    skip: dict[int, CellRun] = field(default_factory=dict)
+    next_grading: int = 0
+    first_pass: float | None = None
 
 
 class NotebookRunner:
@@ -333,12 +250,15 @@ class NotebookRunner:
         ``limits.timeout``), ``setup`` (grader cells re-run after each
         restart), ``grading`` (grader cells run once each), anything else is
         not executed.
-      workdir: the submission's own directory (kernel sockets go in ``.k``).
-      cwd: the kernel's working directory.
+      place: where the kernel runs (:class:`KernelPlace`).
       env: the kernel's environment.
+      limits: the submission's :class:`Limits`.
       prefix: command prefix for the launcher (the bubblewrap command or ``[]``).
+      kernel: the kernel's argv (with ``{connection_file}``), see :func:`kernel_command`.
       on_grading_start: called before the grader's cells (after each restart too).
       on_grading_cell: called with each grading cell's :class:`CellRun` right after it ran.
+      on_restart: called before a restarted kernel starts (the notebook re-runs from a
+        clean folder: what the crashed run wrote, e.g. up to the disk quota, is gone).
     """
 
     def __init__(
@@ -346,22 +266,23 @@ class NotebookRunner:
         nb: Any,
         kinds: list[str],
         *,
-        workdir: Path,
-        cwd: Path,
+        place: KernelPlace,
         env: dict[str, str],
         limits: Limits,
         prefix: list[str] | None = None,
+        kernel: list[str] | None = None,
         on_grading_start: Callable[[], None] | None = None,
         on_grading_cell: Callable[[CellRun], None] | None = None,
+        on_restart: Callable[[], None] | None = None,
     ):
         self.nb, self.kinds, self.limits = nb, kinds, limits
-        self.workdir, self.cwd, self.env = workdir, cwd, env
+        self.place, self.env = place, env
         self.prefix = list(prefix or [])
         self.sandboxed = bool(self.prefix)
+        self.kernel = kernel or kernel_command()[0]
         self.on_grading_start = on_grading_start or (lambda: None)
         self.on_grading_cell = on_grading_cell or (lambda run: None)
-        self.sock_dir = workdir / ".k"
-        self.log_path = workdir / "kernel.log"
+        self.on_restart = on_restart or (lambda: None)
         self.client = GradingClient(
             nb,
             limits,
@@ -374,12 +295,15 @@ class NotebookRunner:
             shutdown_kernel="immediate",
             startup_timeout=120,
             store_widget_state=False,
-            resources={"metadata": {"path": str(cwd)}},
+            resources={"metadata": {"path": str(place.cwd)}},
             on_cell_executed=self._on_executed,
         )
         self.count = 0
+        self.starts = 0
+        self.survivors = 0
         self.watchdog: Watchdog | None = None
         self.kernel_pid: int | None = None
+        self.namespace: str | None = None
 
     def _on_executed(self, cell: Any, cell_index: int, execute_reply: dict[str, Any]) -> None:
         self.client.reply = execute_reply
@@ -387,20 +311,33 @@ class NotebookRunner:
     # -- kernel lifecycle ---------------------------------------------------
 
     async def _start(self, hard_deadline: float) -> None:
-        self.sock_dir.mkdir(parents=True, exist_ok=True)
+        if self.starts:
+            self.on_restart()
         km = GradingKernelManager()
-        km.setup(self.prefix, self.limits, self.sock_dir)
+        prefix = sandbox.cgroup_prefix(self.place.cgroup) + self.prefix
+        km.setup(prefix, self.limits, self.place, self.kernel, self.starts)
+        self.starts += 1
         self.client.km = km
-        with open(self.log_path, "ab") as log:
-            await self.client.async_start_new_kernel(
-                env=self.env, cwd=str(self.cwd), stdout=log, stderr=log
-            )
+        log = self.place.log_fd
+        await self.client.async_start_new_kernel(
+            env=self.env, cwd=str(self.place.cwd), stdout=log, stderr=log
+        )
         proc = getattr(km.provisioner, "process", None)
         self.kernel_pid = proc.pid if proc is not None else None
         if self.kernel_pid is not None:
-            self.watchdog = Watchdog(self.kernel_pid, self.limits.memory, hard_deadline)
+            self.watchdog = Watchdog(
+                self.kernel_pid,
+                self.limits.memory,
+                hard_deadline,
+                max_processes=self.limits.max_processes,
+                disk=self.limits.disk,
+                disk_paths=self.place.disk_paths,
+                extra_bytes=lambda: os.fstat(log).st_size,
+            )
             self.watchdog.start()
         await self.client.async_start_new_kernel_client()
+        if self.sandboxed and self.kernel_pid is not None:
+            self.namespace = processes.pid_namespace(self.kernel_pid)
 
     async def _exit_code(self) -> int | None:
         km = self.client.km
@@ -421,13 +358,18 @@ class NotebookRunner:
             kill_tree(self.kernel_pid)
         try:
             if self.client.km is not None:
+                # private nbclient method (the nbclient<0.12 pin depends on it): the public
+                # path waits for a polite shutdown a killed kernel can no longer answer
                 await self.client._async_cleanup_kernel()
         except Exception:  # noqa: BLE001 - the kernel is gone either way
             pass
+        session = None if self.sandboxed else self.kernel_pid  # a new session per kernel
+        self.survivors += processes.reap(self.namespace, session)
         self.client.km = None
         self.client.kc = None
         self.kernel_pid = None
         self.watchdog = None
+        self.namespace = None
 
     async def _responsive(self, grace: float) -> bool:
         kc = self.client.kc
@@ -512,109 +454,124 @@ class NotebookRunner:
             seconds=seconds,
         )
 
-    async def run(self) -> Execution:
+    # -- the run, in steps -----------------------------------------------------
+
+    def _plan(self) -> _Plan:
         lim = self.limits
-        ex = Execution()
         t0 = time.monotonic()
-        student = [i for i, k in enumerate(self.kinds) if k in ("student", "parameters")]
-        setup = [i for i, k in enumerate(self.kinds) if k == "setup"]
         grading = [i for i, k in enumerate(self.kinds) if k == "grading"]
-        student_deadline = t0 + lim.timeout
-        hard_deadline = (
+        setup = [i for i, k in enumerate(self.kinds) if k == "setup"]
+        hard = (
             t0
             + lim.timeout * (lim.max_restarts + 1)
             + (len(grading) + len(setup) + 3) * (lim.cell_timeout + lim.interrupt_grace)
             + 60
         )
-        skip: dict[int, CellRun] = {}
-        next_grading = 0
-        first_pass: float | None = None
+        student = [i for i, k in enumerate(self.kinds) if k in ("student", "parameters")]
+        return _Plan(student, setup, grading, t0, t0 + lim.timeout, hard)
 
-        while True:
-            crashed: CellRun | None = None
-            try:
-                await self._start(hard_deadline)
-            except Exception as err:  # noqa: BLE001 - e.g. the sandbox failing to start
-                await self._stop()
-                reason = f"the kernel could not start ({type(err).__name__}: {err})"
-                ex.start_error = reason
-                for i in [*student, *setup, *grading[next_grading:]]:
-                    ex.runs.setdefault(i, CellRun(i, "not_run", reason))
-                break
-            try:
-                for i in student:
-                    if i in skip:
-                        continue
-                    left = student_deadline - time.monotonic()
-                    if left <= 0:
-                        ex.student_time_up = True
-                        ex.runs[i] = CellRun(
-                            i, "not_run", f"the notebook's {lim.timeout:.0f} s time limit ran out"
-                        )
-                        continue
-                    run = await self._run_cell(i, min(lim.cell_timeout, left))
-                    if run.status == "timeout" and left < lim.cell_timeout:
-                        ex.student_time_up = True
-                        run.reason = f"the notebook's {lim.timeout:.0f} s time limit ran out here"
-                    ex.runs[i] = run
-                    if run.status in ("died", "killed"):
-                        crashed = run
-                        break
-                if first_pass is None:
-                    first_pass = time.monotonic() - t0
-                if crashed is None:
-                    self.on_grading_start()
-                    for i in setup:
-                        if i in skip:
-                            continue
-                        run = await self._run_cell(i, lim.cell_timeout)
-                        ex.runs[i] = run
-                        if run.status in ("died", "killed"):
-                            crashed = run
-                            break
-                if crashed is None:
-                    while next_grading < len(grading):
-                        i = grading[next_grading]
-                        next_grading += 1
-                        run = await self._run_cell(i, lim.cell_timeout)
-                        ex.runs[i] = run
-                        self.on_grading_cell(run)
-                        if run.status in ("died", "killed"):
-                            crashed = run
-                            break
-            finally:
-                await self._stop()
-            if crashed is None:
-                break
-            skip[crashed.index] = crashed
-            if len(ex.restarts) >= lim.max_restarts or ex.student_time_up:
-                why = (
-                    "the kernel died too often"
-                    if len(ex.restarts) >= lim.max_restarts
-                    else "no time was left to restart the kernel"
+    def _mark_not_run(self, plan: _Plan, ex: Execution, reason: str) -> None:
+        for i in [*plan.student, *plan.setup, *plan.grading[plan.next_grading :]]:
+            ex.runs.setdefault(i, CellRun(i, "not_run", reason))
+
+    async def _student_phase(self, plan: _Plan, ex: Execution) -> CellRun | None:
+        lim = self.limits
+        for i in plan.student:
+            if i in plan.skip:
+                continue
+            left = plan.student_deadline - time.monotonic()
+            if left <= 0:
+                ex.student_time_up = True
+                ex.runs[i] = CellRun(
+                    i, "not_run", f"the notebook's {lim.timeout:.0f} s time limit ran out"
                 )
-                reason = f"{why}; last: cell {crashed.index}: {crashed.reason}"
-                for i in [*student, *setup, *grading[next_grading:]]:
-                    ex.runs.setdefault(i, CellRun(i, "not_run", reason))
-                ex.restarts.append(f"cell {crashed.index}: {crashed.reason}; not restarted: {why}")
-                ex.gave_up = True
-                break
-            ex.restarts.append(
-                f"cell {crashed.index}: {crashed.reason}; the kernel was restarted and the "
-                "notebook re-run without that cell"
-            )
-            if self.kinds[crashed.index] == "grading" and first_pass is not None:
-                # a crash while grading: give the re-run of the student's cells its own time
-                student_deadline = max(student_deadline, time.monotonic() + 1.5 * first_pass + 30)
-        ex.seconds = time.monotonic() - t0
+                continue
+            run = await self._run_cell(i, min(lim.cell_timeout, left))
+            if run.status == "timeout" and left < lim.cell_timeout:
+                ex.student_time_up = True
+                run.reason = f"the notebook's {lim.timeout:.0f} s time limit ran out here"
+            ex.runs[i] = run
+            if run.status in ("died", "killed"):
+                return run
+        return None
+
+    async def _grading_phase(self, plan: _Plan, ex: Execution) -> CellRun | None:
+        self.on_grading_start()
+        for i in plan.setup:
+            if i in plan.skip:
+                continue
+            run = ex.runs[i] = await self._run_cell(i, self.limits.cell_timeout)
+            if run.status in ("died", "killed"):
+                return run
+        while plan.next_grading < len(plan.grading):
+            i = plan.grading[plan.next_grading]
+            plan.next_grading += 1
+            run = ex.runs[i] = await self._run_cell(i, self.limits.cell_timeout)
+            self.on_grading_cell(run)
+            if run.status in ("died", "killed"):
+                return run
+        return None
+
+    async def _one_kernel(self, plan: _Plan, ex: Execution) -> tuple[bool, CellRun | None]:
+        """Start a kernel and run what is left; ``(started, the cell that crashed it)``."""
         try:
-            ex.kernel_log = self.log_path.read_text(errors="replace")[-4000:]
-        except OSError:
-            ex.kernel_log = ""
+            await self._start(plan.hard_deadline)
+        except Exception as err:  # noqa: BLE001 - e.g. the sandbox failing to start
+            await self._stop()
+            ex.start_error = f"the kernel could not start ({type(err).__name__}: {err})"
+            self._mark_not_run(plan, ex, ex.start_error)
+            return False, None
+        try:
+            crashed = await self._student_phase(plan, ex)
+            if plan.first_pass is None:
+                plan.first_pass = time.monotonic() - plan.start
+            if crashed is None:
+                crashed = await self._grading_phase(plan, ex)
+        finally:
+            await self._stop()
+        return True, crashed
+
+    def _restart_or_give_up(self, plan: _Plan, ex: Execution, crashed: CellRun) -> bool:
+        """Record the crash; True if the notebook is re-run without the culprit."""
+        plan.skip[crashed.index] = crashed
+        if len(ex.restarts) >= self.limits.max_restarts or ex.student_time_up:
+            why = (
+                "the kernel died too often"
+                if len(ex.restarts) >= self.limits.max_restarts
+                else "no time was left to restart the kernel"
+            )
+            self._mark_not_run(plan, ex, f"{why}; last: cell {crashed.index}: {crashed.reason}")
+            ex.restarts.append(f"cell {crashed.index}: {crashed.reason}; not restarted: {why}")
+            ex.gave_up = True
+            return False
+        ex.restarts.append(
+            f"cell {crashed.index}: {crashed.reason}; the kernel was restarted and the "
+            "notebook re-run without that cell"
+        )
+        if self.kinds[crashed.index] == "grading" and plan.first_pass is not None:
+            # a crash while grading: give the re-run of the student's cells its own time
+            plan.student_deadline = max(
+                plan.student_deadline, time.monotonic() + 1.5 * plan.first_pass + 30
+            )
+        return True
+
+    def _finish(self, plan: _Plan, ex: Execution) -> None:
+        ex.seconds = time.monotonic() - plan.start
+        ex.kernel_log = read_tail(self.place.log_fd)
+        ex.survivors = self.survivors
         for i, run in ex.runs.items():
             self.nb.cells[i].metadata.setdefault("grader", {}).update(
                 kind=self.kinds[i], **run.as_dict()
             )
+
+    async def run(self) -> Execution:
+        plan = self._plan()
+        ex = Execution()
+        while True:
+            started, crashed = await self._one_kernel(plan, ex)
+            if not started or crashed is None or not self._restart_or_give_up(plan, ex, crashed):
+                break
+        self._finish(plan, ex)
         return ex
 
 
