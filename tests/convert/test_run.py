@@ -225,7 +225,7 @@ def test_enospc_keeps_completed_shards_and_a_rerun_resumes(tmp_path, monkeypatch
     kept = {n for n in left if n.endswith(".tfrecord")}
     assert kept and all((out / n).read_bytes() == (ref / n).read_bytes() for n in kept)
     with monkeypatch.context() as m:  # unchanged files: their headers are not probed again
-        m.setattr(scanning, "_probe_batch", _no_probe)
+        m.setattr(scanning, "probe_batch", _no_probe)
         manifest = run(ds, out, size_per_record=2000)  # the same command again: resumes
     assert files_of(out) == files_of(ref) and manifest == json.loads(
         (ref / "manifest.json").read_text()
