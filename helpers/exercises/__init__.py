@@ -93,6 +93,10 @@ class Exercise:
       encode: ``result -> JSON-able``; default :func:`to_jsonable`. Runs in the kernel.
       unavailable: public helpers that implement the answer (``"helpers.train.choose_device"``);
         while the student's function runs they raise "use your own code".
+      self_reported: the verdict rests on behaviour the checker measures in the process
+        that runs the student's function (concurrent opens, queue ops, parse counts). In a
+        notebook that is the truth; a grader must not score it from a hostile kernel's
+        answers (it can forge them) unless it measures the behaviour itself.
     """
 
     key: str
@@ -105,6 +109,7 @@ class Exercise:
     call: Callable[[Callable[..., Any], dict[str, Any]], Any] | None = None
     encode: Callable[[Any], Any] | None = None
     unavailable: tuple[str, ...] = ()
+    self_reported: bool = False
 
     @property
     def lesson(self) -> str:
