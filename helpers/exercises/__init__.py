@@ -93,6 +93,9 @@ class Exercise:
       encode: ``result -> JSON-able``; default :func:`to_jsonable`. Runs in the kernel.
       unavailable: public helpers that implement the answer (``"helpers.train.choose_device"``);
         while the student's function runs they raise "use your own code".
+      allow_non_finite: accept NaN and infinity in an answer; by default any non-finite
+        number in it (a float, or inside a float array) fails before ``verify`` runs, since
+        NaN compares false with everything and slips through range and tolerance checks.
       self_reported: the verdict rests on behaviour the checker measures in the process
         that runs the student's function (concurrent opens, queue ops, parse counts). In a
         notebook that is the truth; a grader must not score it from a hostile kernel's
@@ -110,6 +113,7 @@ class Exercise:
     encode: Callable[[Any], Any] | None = None
     unavailable: tuple[str, ...] = ()
     self_reported: bool = False
+    allow_non_finite: bool = False
 
     @property
     def lesson(self) -> str:
@@ -414,7 +418,15 @@ def _first_failure(
             hint = _ASSERT_HINT if error.startswith("AssertionError") else exercise.hint
             return i, f"{label}: your function raised {error}\nHint: {hint}"
         try:
-            exercise.verify(case, from_jsonable(answer["ok"]))
+            result = from_jsonable(answer["ok"])
+            where = None if exercise.allow_non_finite else _non_finite(result)
+            if where is not None:
+                raise CheckFailed(
+                    f"your function returned {where}: NaN and infinity are never a valid "
+                    "answer here",
+                    "look for a division by zero, a log of 0, or an uninitialised array (np.empty)",
+                )
+            exercise.verify(case, result)
         except CheckFailed as err:
             hint = err.hint or exercise.hint
             return i, f"{label}: {err.message}" + (f"\nHint: {hint}" if hint else "")
@@ -424,6 +436,31 @@ def _first_failure(
                 f"{label}: the result could not be checked ({type(err).__name__}: {err})\nHint: {exercise.hint}",
             )
     return None, f"passed on {len(cases)} fresh cases"
+
+
+def _non_finite(value: Any, where: str = "", depth: int = 0) -> str | None:
+    """Where a NaN or infinity sits in a decoded answer (``None`` when there is none)."""
+    if depth > 50:
+        return None
+    if isinstance(value, (float, np.floating)) and not math.isfinite(float(value)):
+        return f"{float(value)!r}" + (f" at {where}" if where else "")
+    if isinstance(value, np.ndarray) and value.dtype.kind in "fc":
+        bad = ~np.isfinite(value)
+        if bad.any():
+            return f"an array with {int(bad.sum())} of {value.size} values NaN or infinite" + (
+                f" at {where}" if where else ""
+            )
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _non_finite(item, f"{where}[{key!r}]", depth + 1)
+            if found:
+                return found
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            found = _non_finite(item, f"{where}[{i}]", depth + 1)
+            if found:
+                return found
+    return None
 
 
 def verify_answers(
