@@ -263,3 +263,15 @@ def test_skipping_the_first_record_is_not_told_to_decode_utf8(seed):
     with pytest.raises(CheckFailed) as info:
         ex.check("04.count_per_class", _skips_first, seed=seed)
     assert "exactly once" in str(info.value) and "utf-8" not in str(info.value)
+
+
+def test_assert_instead_of_value_error_gets_the_hint():
+    def make_example_with_assert(name, category, data, num_classes):
+        assert 0 <= category < num_classes, "bad category"
+        return make_example(name, category, data, num_classes)
+
+    with pytest.raises(
+        CheckFailed,
+        match=r"(?s)AssertionError: bad category.*Hint: refuse bad input with `raise ValueError",
+    ):
+        ex.check("04.make_example", make_example_with_assert, seed=1)

@@ -160,19 +160,24 @@ def format_html(lesson: str | None = None) -> str:
     rows = status_rows(lesson)
     total = sum(r["status"] == "passed" for r in rows)
     colour = {"passed": "#1a7f37", "failing": "#b35900", "not tried": "#666"}
+    cell = "style='text-align:left;padding:2px 8px'"
     body = "".join(
-        f"<tr><td style='color:{colour[r['status']]}'>{_MARKS[r['status']]} "
-        f"{html.escape(r['status'])}</td><td><code>{html.escape(r['key'])}</code></td>"
-        f"<td>{html.escape(r['title'])}</td><td>{html.escape(_when(r['best']))}</td>"
-        f"<td>{html.escape(_when(r['last']))}</td></tr>"
+        f"<tr><td {cell[:-1]};white-space:nowrap;color:{colour[r['status']]}'>"
+        f"{_MARKS[r['status']]} {html.escape(r['status'])}</td>"
+        f"<td {cell}><code>{html.escape(r['key'])}</code></td>"
+        f"<td {cell}>{html.escape(r['title'])}</td>"
+        f"<td {cell[:-1]};white-space:nowrap'>{html.escape(_when(r['best']))}</td>"
+        f"<td {cell[:-1]};white-space:nowrap'>{html.escape(_when(r['last']))}</td></tr>"
         for r in rows
+    )
+    head = "".join(
+        f"<th {cell}>{name}</th>" for name in ("status", "exercise", "", "best", "last try")
     )
     where = f"Lesson {int(lesson):02d}" if lesson is not None else "The course"
     off = "" if progress_path() is not None else f" (recording is off: {ENV}=off)"
     return (
         f"<div class='tfrecord-progress'><b>{where}: {total} of {len(rows)} exercises "
-        f"passed</b>{html.escape(off)}<table><tr><th>status</th><th>exercise</th><th></th>"
-        f"<th>best</th><th>last try</th></tr>{body}</table></div>"
+        f"passed</b>{html.escape(off)}<table><tr>{head}</tr>{body}</table></div>"
     )
 
 
