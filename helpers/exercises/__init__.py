@@ -22,7 +22,6 @@ register themselves with :func:`register`.
 from __future__ import annotations
 
 import base64
-import contextlib
 import html
 import importlib
 import inspect
@@ -31,9 +30,7 @@ import json
 import math
 import os
 import pkgutil
-import re
 import secrets
-import sys
 import tempfile
 import traceback
 from collections.abc import Callable
@@ -42,6 +39,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from helpers.exercises.feedback import quiet_stubs as _quiet_stubs
+from helpers.exercises.feedback import show as _show
+from helpers.exercises.guards import helpers_unavailable, signature_mismatch
 
 __all__ = [
     "CheckFailed",
@@ -289,78 +290,6 @@ def from_jsonable(data: Any) -> Any:
 # ---------------------------------------------------------------------------
 
 
-_UNAVAILABLE = "__helper_unavailable__"
-
-
-def _unavailable_stub(*args: Any, **kwargs: Any) -> Any:
-    raise RuntimeError("__helper_unavailable__")
-
-
-@contextlib.contextmanager
-def helpers_unavailable(names: tuple[str, ...], key: str) -> Any:
-    """Make the helpers that implement an exercise's answer raise while it is checked.
-
-    The code object of each named function is swapped for one that raises
-    ``RuntimeError("... use your own code")``, so every reference to it fails,
-    whatever name or module the student reached it through; it is restored
-    afterwards (the checker's own verification runs with the real helpers).
-
-    Args:
-      names: public dotted names, e.g. ``"helpers.records.read_records"``.
-      key: the exercise being checked (named in the message).
-    """
-    swapped: list[tuple[Any, Any]] = []
-    consts = _unavailable_stub.__code__.co_consts
-    try:
-        for dotted in names:
-            module_name, _, attr = dotted.rpartition(".")
-            func = inspect.unwrap(getattr(importlib.import_module(module_name), attr))
-            code = getattr(func, "__code__", None)
-            if code is None or func.__closure__:
-                raise TypeError(f"{dotted} cannot be switched off for {key}")
-            message = (
-                f"{dotted} is switched off while {key} is checked: the exercise is to write "
-                "this yourself, so use your own code"
-            )
-            stub = _unavailable_stub.__code__.replace(
-                co_consts=tuple(message if c == _UNAVAILABLE else c for c in consts)
-            )
-            swapped.append((func, code))
-            func.__code__ = stub
-        yield
-    finally:
-        for func, code in swapped:
-            func.__code__ = code
-
-
-_SIGNATURE_ERROR = re.compile(
-    r"(unexpected keyword argument|missing \d+ required|takes \d+ positional argument|"
-    r"takes from \d+ to \d+ positional)"
-)
-
-
-def _signature_mismatch(exercise: Exercise, func: Any, err: BaseException) -> str | None:
-    """A hint when ``err`` was raised by *calling* ``func`` (renamed or missing parameters)."""
-    if not isinstance(err, TypeError) or not _SIGNATURE_ERROR.search(str(err)):
-        return None
-    name = getattr(func, "__qualname__", getattr(func, "__name__", ""))
-    if not str(err).startswith(f"{name}()"):
-        return None
-    frames = traceback.extract_tb(err.__traceback__)
-    code = getattr(func, "__code__", None)
-    if code is not None and frames and frames[-1].filename == code.co_filename:
-        if frames[-1].name == code.co_name:
-            return None  # raised inside the function: its own bug, not its signature
-    try:
-        mine = str(inspect.signature(func))
-    except (TypeError, ValueError):
-        mine = "(...)"
-    return (
-        f"TypeError: {err}: keep the parameter names of the exercise cell "
-        f"(your {exercise.target}{mine} cannot be called the way the check calls it)"
-    )
-
-
 def run_cases(exercise: Exercise, func: Any, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Call the student's function on every case (kernel side) and encode the results.
 
@@ -387,7 +316,7 @@ def _run_case(exercise: Exercise, func: Any, case: dict[str, Any]) -> dict[str, 
     except NotImplementedError:
         return {"error": NOT_DONE}
     except Exception as err:  # noqa: BLE001 - everything the student's code raises is feedback
-        renamed = _signature_mismatch(exercise, func, err)
+        renamed = signature_mismatch(exercise, func, err)
         if renamed:
             return {"error": renamed[:2000]}
         tb = traceback.extract_tb(err.__traceback__)
@@ -487,20 +416,6 @@ def show_progress(lesson: str | int | None = None) -> None:
     from helpers.exercises import progress
 
     progress.show(lesson)
-
-
-def _show(text: str, html_text: str) -> None:
-    """HTML in a notebook (with the text as fallback), the text elsewhere."""
-    try:
-        from IPython import get_ipython
-        from IPython.display import display
-
-        if get_ipython() is not None and "ipykernel" in sys.modules:
-            display({"text/plain": text, "text/html": html_text}, raw=True)
-            return
-    except ImportError:
-        pass
-    print(text)
 
 
 def _describe_input(case: dict[str, Any], limit: int = 600) -> str:
@@ -611,41 +526,6 @@ def _main() -> int:
     from helpers.exercises import progress
 
     return progress.main()
-
-
-def _quiet_stubs() -> None:
-    """In a notebook, an untouched exercise stub shows one line instead of a traceback.
-
-    A lesson's exercise cell often calls the function it defines; while the body is
-    still ``raise NotImplementedError()`` that call fails. IPython then shows one
-    grey line on stdout; the cell still counts as failed (so the grader and
-    papermill judge it as before), but no red traceback box says "your code is
-    wrong" about code the learner has not written yet.
-    """
-    if "IPython" not in sys.modules:
-        return
-    from IPython import get_ipython
-
-    shell = get_ipython()
-    if shell is None or getattr(shell, "_tfrecord_course_stubs", False):
-        return
-    original = shell.showtraceback
-
-    def showtraceback(exc_tuple: Any = None, *args: Any, **kwargs: Any) -> Any:
-        etype, value, tb = exc_tuple if exc_tuple else sys.exc_info()
-        frames = traceback.extract_tb(tb) if tb is not None else []
-        if (
-            etype is NotImplementedError
-            and not str(value)
-            and frames
-            and (frames[-1].line or "").strip() == "raise NotImplementedError()"
-        ):
-            print(f"· {frames[-1].name}: not attempted yet (write your code in its cell)")
-            return None
-        return original(exc_tuple, *args, **kwargs)
-
-    shell.showtraceback = showtraceback
-    shell._tfrecord_course_stubs = True
 
 
 _quiet_stubs()
