@@ -25,13 +25,20 @@ LESSON      ?= 02
 GRADES      ?= build/grades
 JOBS        ?= 2
 
-.PHONY: help venv course test lint unit nbval lessons lab grade bench fixture clean
+# Running solutions is never a learner's attempt: no progress recorded (make lab leaves it on).
+NO_PROGRESS := TFRECORD_COURSE_PROGRESS=off
+KERNEL      := tfrecord-course
+LAB_DIR     ?= lessons
+LAB_ARGS    ?=
+
+.PHONY: help venv course test lint unit nbval lessons lab progress grade bench fixture clean
 
 help:
 	@echo "make course   - set up .venv and run every lesson (solutions/) with papermill"
 	@echo "make test     - ruff, unit tests, nbval over solutions/, lessons under papermill, grader"
 	@echo "make lab      - start JupyterLab on lessons/"
 	@echo "make lessons  - regenerate lessons/ from solutions/"
+	@echo "make progress - which exercises you have passed"
 	@echo "make grade SUBMISSIONS=dir LESSON=NN - grade student notebooks into $(GRADES)"
 	@echo "make bench    - converter and pipeline benchmarks (writes bench-results/)"
 	@echo "make fixture  - regenerate data/ deterministically"
@@ -42,12 +49,13 @@ ifneq ($(USE_CONDA),1)
 endif
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m helpers.notebooks install-kernel
 	@touch $(STAMP)
 
 venv: $(STAMP)
 
 course: $(STAMP)
-	$(BIN)/python -m helpers.notebooks course --output build/course
+	$(NO_PROGRESS) $(BIN)/python -m helpers.notebooks course --output build/course
 
 lint: $(STAMP)
 	$(BIN)/ruff check helpers tests
@@ -56,12 +64,13 @@ lint: $(STAMP)
 # One process: `pytest -n 2` (pytest-xdist) was measured 1.8x slower on the 2-core CI machine
 # (each worker starts its own TensorFlow), so the course does not use it.
 unit: $(STAMP)
-	$(BIN)/python -m pytest tests -q -p no:cacheprovider
+	$(NO_PROGRESS) $(BIN)/python -m pytest tests -q -p no:cacheprovider
 
 nbval: $(STAMP)
 	@if ls solutions/*.ipynb >/dev/null 2>&1; then \
-	  $(BIN)/python -m pytest -q -p no:cacheprovider --nbval solutions/ \
-	    --nbval-sanitize-with .nbval-sanitize.cfg --nbval-cell-timeout=300; \
+	  $(NO_PROGRESS) $(BIN)/python -m pytest -q -p no:cacheprovider --nbval solutions/ \
+	    --nbval-kernel-name $(KERNEL) --nbval-sanitize-with .nbval-sanitize.cfg \
+	    --nbval-cell-timeout=300; \
 	else echo "no solution notebooks yet"; fi
 
 test: lint unit nbval
@@ -70,7 +79,10 @@ lessons: $(STAMP)
 	$(BIN)/python -m helpers.notebooks lessons
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab lessons/
+	$(BIN)/jupyter lab $(LAB_DIR) $(LAB_ARGS)
+
+progress: $(STAMP)
+	@$(BIN)/python -m helpers.exercises progress
 
 grade: $(STAMP)  # sandboxed (bubblewrap) unless GRADE_FLAGS=--no-sandbox
 	$(BIN)/python -m helpers.grading --lesson $(LESSON) --submissions $(SUBMISSIONS) --output $(GRADES) --jobs $(JOBS) $(GRADE_FLAGS)

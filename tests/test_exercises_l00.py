@@ -135,6 +135,28 @@ def test_input_bound_verdict_names_the_mistake(mistake, message):
         ex.check("00.input_bound_verdict", mistake, seed=1)
 
 
+def _against_percent(share):
+    if share >= 20:
+        return "highly input-bound"
+    if share >= 5:
+        return "moderately input-bound"
+    return "not input-bound"
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_comparing_a_fraction_with_20_and_5_is_told_the_scale_not_the_inequality(seed):
+    with pytest.raises(CheckFailed) as info:
+        ex.check("00.input_bound_verdict", _against_percent, seed=seed)
+    assert "the share is a fraction" in str(info.value)
+    assert ">=, not >" not in str(info.value)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_strict_inequality_is_told_so_on_every_draw(seed):
+    with pytest.raises(CheckFailed, match=r"exactly (5|20)% already counts"):
+        ex.check("00.input_bound_verdict", _strict, seed=seed)
+
+
 def test_verdict_cases_always_include_both_boundaries():
     cases = ex.get("00.input_bound_verdict").make_cases(np.random.default_rng(9), None)
     shares = {c["share"] for c in cases}

@@ -202,3 +202,42 @@ def json_drops_tags(json_text):
 def test_json_mistakes_are_named(func, message):
     with pytest.raises(CheckFailed, match=message):
         ex.check("01.json_to_protobuf", func)
+
+
+# -- issue 13: helpers as oracles, messages ---------------------------------------
+
+
+def test_wrapping_the_course_encoder_is_not_an_answer():
+    from helpers import protobuf_demo
+
+    def wrapper(value):
+        return protobuf_demo.encode_varint(value)
+
+    with pytest.raises(CheckFailed, match=r"encode_varint is switched off.*use your own code"):
+        ex.check("01.encode_varint", wrapper, seed=3)
+    assert protobuf_demo.encode_varint(300) == b"\xac\x02"  # restored after the check
+
+
+def test_wrapping_the_course_wire_parser_is_not_an_answer():
+    from helpers.protobuf_demo import parse_wire
+
+    def decode_fields(data):
+        return [f.as_tuple() for f in parse_wire(data)]
+
+    with pytest.raises(CheckFailed, match=r"parse_wire is switched off"):
+        ex.check("01.decode_fields", decode_fields, seed=3)
+
+
+def test_no_bytes_for_zero_is_shown_as_no_bytes():
+    def skips_zero(value):
+        out = bytearray()
+        while value:
+            out.append((value & 0x7F) | (0x80 if value > 0x7F else 0))
+            value >>= 7
+        return bytes(out)
+
+    with pytest.raises(CheckFailed) as info:
+        ex.check("01.encode_varint", skips_zero, seed=3)
+    message = str(info.value)
+    assert "gave b'' (no bytes at all), expected 00" in message
+    assert "gave , expected" not in message

@@ -230,3 +230,49 @@ def tensor_flattened(array):
 def test_tensor_mistakes_are_named(func, message):
     with pytest.raises(CheckFailed, match=message):
         ex.check("02.tensor_feature", func)
+
+
+# -- issue 13: truncation vs rounding, the empty-tags message ----------------------
+
+
+def _truncating(record):
+    example = record_to_example(record)
+    example.features.feature["taken_at_ms"].int64_list.value[0] = int(record["taken_at"] * 1000)
+    return example
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, None])
+def test_truncating_milliseconds_fails_on_every_draw(seed):
+    with pytest.raises(
+        CheckFailed, match=r"round\(\) to the nearest millisecond, int\(\) truncates"
+    ):
+        ex.check("02.record_to_example", _truncating, seed=seed)
+
+
+def test_taken_at_values_tell_rounding_from_truncation():
+    cases = ex.get("02.record_to_example").make_cases(np.random.default_rng(5), None)
+    differ = [
+        c
+        for c in cases
+        if int(c["record"]["taken_at"] * 1000) != round(c["record"]["taken_at"] * 1000)
+    ]
+    assert len(differ) >= 3
+
+
+def test_the_empty_tags_note_only_when_empty_tags_are_the_cause():
+    def breaks_on_scores(record):
+        if record["score"] == record["score"]:  # always: a mistake unrelated to tags
+            raise TypeError("score went wrong")
+        return record_to_example(record)
+
+    with pytest.raises(CheckFailed) as info:
+        ex.check("02.record_to_example", breaks_on_scores, seed=0)
+    assert "score went wrong" in str(info.value) and "no tags" not in str(info.value)
+
+    def infers_from_first_tag(record):
+        kind = type(record["tags"][0])  # IndexError on an empty list
+        assert kind is str
+        return record_to_example(record)
+
+    with pytest.raises(CheckFailed, match=r"IndexError.*this record has no tags"):
+        ex.check("02.record_to_example", infers_from_first_tag, seed=0)

@@ -206,3 +206,55 @@ def test_unstarve_share_is_measured_by_the_checker_not_reported():
     """A result claiming a share is refused: only settings are accepted, and they are timed here."""
     with pytest.raises(CheckFailed, match="does not have"):
         ex.check("06.unstarve", lambda settings: {"input_wait_share": 0.0}, seed=7)
+
+
+# -- issue 13/17: oracles, non-finite answers, files the kernel could change -------
+
+
+def test_wrapping_the_course_device_choice_is_not_an_answer():
+    from helpers.train import choose_device
+
+    def pick_device(devices):
+        choice = choose_device(devices)
+        return {"device": choice.name, "policy": choice.policy}
+
+    with pytest.raises(CheckFailed, match=r"choose_device is switched off.*use your own code"):
+        ex.check("06.pick_device", pick_device, seed=1)
+
+
+def _all_nan(encoded, label, image_size, num_classes):
+    image, target = preprocess(encoded, label, image_size, num_classes)
+    return tf.fill(tf.shape(image), float("nan")), target
+
+
+def test_an_all_nan_image_is_refused():
+    with pytest.raises(CheckFailed, match=r"NaN or infinite.*NaN and infinity are never"):
+        ex.check("06.preprocess", _all_nan, seed=1)
+
+
+def test_a_nan_setting_is_refused():
+    def nan_settings(settings):
+        return dict(settings, parallel_reads=16, num_parallel_calls=4, prefetch=float("nan"))
+
+    with pytest.raises(CheckFailed, match=r"NaN or infinite"):
+        ex.check("06.unstarve", nan_settings, seed=1)
+
+
+def test_an_image_file_changed_by_the_student_does_not_change_the_reference():
+    import numpy as np
+    from PIL import Image
+
+    def overwrite_and_return_it(encoded, label, image_size, num_classes):
+        return preprocess(encoded, label, image_size, num_classes)
+
+    exercise = ex.get("06.preprocess")
+    import tempfile
+    from pathlib import Path
+
+    cases = exercise.make_cases(np.random.default_rng(3), Path(tempfile.mkdtemp()))
+    case = cases[0]
+    flat = Image.fromarray(np.zeros((50, 50, 3), np.uint8))
+    flat.save(case["path"], format="JPEG")  # what a hostile kernel could do to the file
+    answer = ex.run_cases(exercise, overwrite_and_return_it, [case])
+    passed, detail = ex.verify_answers(exercise, [case], answer)
+    assert not passed and "differ" in detail

@@ -183,8 +183,19 @@ def test_producers_want_fifo_order_per_thread():
     def shuffled(num_threads, items_per_thread, capacity):
         return produce_and_collect(num_threads, items_per_thread, capacity, shuffle=True)
 
-    with pytest.raises(CheckFailed, match="keeps each producer's order"):
+    # a RandomShuffleQueue is no FIFOQueue; a FIFO answer out of order per producer is named
+    with pytest.raises(CheckFailed, match="did not pass through a tf.compat.v1.FIFOQueue"):
         ex.check("07.coordinated_producers", shuffled, seed=1)
+
+    from helpers.exercises import l07
+
+    answer = {
+        "value": [[0, 1], [0, 0]],
+        "ops": ["FIFOQueueV2", "QueueEnqueueV2"],
+        "dequeued": [[0, 1], [0, 0]],
+    }
+    with pytest.raises(CheckFailed, match="keeps each producer's order"):
+        l07._producers_verify({"num_threads": 1, "items_per_thread": 2, "capacity": 1}, answer)
 
 
 def test_producers_missing_items_time_out_with_the_reason(short_timeout):
@@ -289,3 +300,97 @@ def test_answers_cross_the_grader_boundary_as_json(tmp_path):
         answers = json.loads(json.dumps(ex.run_cases(exercise, func, cases)))
         passed, detail = ex.verify_answers(exercise, cases, answers)
         assert passed, (key, detail)
+
+
+# -- issue 13: queues required, FIFO order watched, oracles off, batch-then-repeat ---
+
+
+def _read_labels_with_tf_data(paths, num_epochs):
+    ds = tf.data.TFRecordDataset(paths).repeat(num_epochs)
+    return [int(tf.io.parse_single_example(r, legacy.DIGIT_SPEC)["label"]) for r in ds]
+
+
+def test_a_pure_tf_data_answer_to_the_queue_exercise_fails():
+    with pytest.raises(CheckFailed, match=r"did not come out of a queue pipeline"):
+        ex.check("07.read_epochs", _read_labels_with_tf_data, seed=1)
+
+
+def _producers_with_python_queue(num_threads, items_per_thread, capacity):
+    import queue
+
+    q = queue.Queue(capacity)
+    threads = [
+        threading.Thread(target=lambda t=t: [q.put((t, j)) for j in range(items_per_thread)])
+        for t in range(num_threads)
+    ]
+    for thread in threads:
+        thread.start()
+    items = [q.get() for _ in range(num_threads * items_per_thread)]
+    for thread in threads:
+        thread.join()
+    return items
+
+
+def test_producers_without_a_fifo_queue_fail():
+    with pytest.raises(CheckFailed, match=r"did not pass through a tf.compat.v1.FIFOQueue"):
+        ex.check("07.coordinated_producers", _producers_with_python_queue, seed=1)
+
+
+def test_sorting_what_a_shuffle_queue_gave_does_not_pass_the_fifo_check():
+    def sorted_shuffle(num_threads, items_per_thread, capacity):
+        graph, enqueue, dequeue, who, seq = _producer_graph(capacity, shuffle=True)
+        with graph.as_default():
+            v1.FIFOQueue(1, [tf.int32])  # a decoy FIFOQueue op in the graph, never used
+        items = []
+        with v1.Session(graph=graph) as sess:
+            threads = [
+                threading.Thread(
+                    target=lambda t=t: [
+                        sess.run(enqueue, feed_dict={who: t, seq: j})
+                        for j in range(items_per_thread)
+                    ]
+                )
+                for t in range(num_threads)
+            ]
+            for thread in threads:
+                thread.start()
+            for _ in range(num_threads * items_per_thread):
+                t, j = sess.run(dequeue)
+                items.append((int(t), int(j)))
+            for thread in threads:
+                thread.join()
+        return sorted(items)
+
+    with pytest.raises(CheckFailed, match=r"another order than the queue delivered them"):
+        ex.check("07.coordinated_producers", sorted_shuffle, seed=3)
+
+
+def test_sorting_the_fifo_result_is_caught():
+    def sorts(num_threads, items_per_thread, capacity):
+        return sorted(produce_and_collect(num_threads, items_per_thread, capacity))
+
+    # FIFO with concurrent producers interleaves threads, so sorting changes the order
+    # on at least one of the cases (they have 2-4 threads and a capacity below the total).
+    with pytest.raises(CheckFailed, match=r"another order than the queue delivered them"):
+        for seed in range(4):
+            ex.check("07.coordinated_producers", sorts, seed=seed)
+
+
+def test_wrapping_the_course_translation_is_not_an_answer():
+    def to_dataset(paths, num_epochs, batch_size):
+        return legacy.dataset_batches(paths, batch_size=batch_size, num_epochs=num_epochs)
+
+    with pytest.raises(CheckFailed, match=r"dataset_batches is switched off.*use your own code"):
+        ex.check("07.to_dataset", to_dataset, seed=2)
+
+
+def test_batch_then_repeat_is_told_so_not_no_shuffling():
+    found = 0
+    for seed in range(6):
+        try:
+            ex.check("07.to_dataset", _variant(batch_first=True, drop=True), seed=seed)
+        except CheckFailed as err:
+            assert "no shuffling" not in str(err)
+            assert "batch then repeat is not repeat then batch" in str(err)
+            found += 1
+    assert found >= 3

@@ -67,7 +67,48 @@ def test_format_is_stable():
         nbt.normalise(nbformat.reads(once, as_version=4), keep_outputs=True)
     )
     assert once == twice
-    assert json.loads(once)["metadata"]["kernelspec"]["name"] == "python3"
+    assert (
+        json.loads(once)["metadata"]["kernelspec"]["name"] == nbt.KERNEL_NAME == "tfrecord-course"
+    )
+
+
+def test_lessons_end_with_one_progress_cell_and_name_the_course_kernel():
+    sol = _nb(
+        "import numpy as np",
+        "def f(x):\n    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION",
+        "check('03.f')",
+    )
+    lesson = nbt.make_lesson(sol)
+    again = nbt.make_lesson(lesson)
+    for nb in (lesson, again):
+        tagged = [c for c in nb.cells if "progress" in c.metadata.get("tags", [])]
+        assert len(tagged) == 1 and nb.cells[-1] is tagged[0]
+        assert 'show_progress("03")' in tagged[0].source
+    for path in sorted((ROOT / "lessons").glob("[0-9][0-9]_*.ipynb")):
+        nb = nbt.read(path)
+        assert nb.metadata.kernelspec.name == nbt.KERNEL_NAME, path.name
+        assert f'show_progress("{path.name[:2]}")' in nb.cells[-1].source, path.name
+
+
+def test_course_kernel_keeps_native_stderr_out_of_cell_outputs():
+    spec = nbt.kernel_spec("/x/python")
+    assert "--IPKernelApp.capture_fd_output=False" in spec["argv"]
+    assert spec["env"]["TF_CPP_MIN_LOG_LEVEL"] == "2"
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    installed = KernelSpecManager().get_kernel_spec(nbt.KERNEL_NAME)
+    assert "--IPKernelApp.capture_fd_output=False" in installed.argv
+    nb = _nb(
+        "import os\n"
+        'os.write(2, b"E0000 00:00:1.0  1 cuda_platform.cc:52] failed call to cuInit\\n")\n'
+        "print('visible')",
+        outputs=False,
+    )
+    from nbclient import NotebookClient
+
+    NotebookClient(nb, kernel_name=nbt.KERNEL_NAME, timeout=120).execute()
+    texts = [o.get("text", "") for o in nb.cells[0].outputs]
+    assert texts == ["visible\n"], texts
 
 
 def test_lessons_are_not_stale():
@@ -110,7 +151,7 @@ def test_student_lesson_runs_with_only_exercise_cells_raising(solution, tmp_path
         pm.execute_notebook(
             str(lesson),
             str(out),
-            kernel_name="python3",
+            kernel_name=nbt.KERNEL_NAME,
             cwd=str(tmp_path),
             progress_bar=False,
             execution_timeout=300,
@@ -139,6 +180,24 @@ def test_student_lesson_runs_with_only_exercise_cells_raising(solution, tmp_path
         if c.cell_type == "code" and "raise NotImplementedError()" in c.source
     ]
     assert stubs, "the student copy has no exercise stubs"
+    texts = {
+        i: "".join(
+            o.get("text", "") + str(o.get("data", {}).get("text/plain", "")) for o in c.outputs
+        )
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code"
+    }
+    checks = [i for i, c in enumerate(nb.cells) if nbt.is_check_cell(c)]
+    assert all("not attempted yet" in texts[i] for i in checks), "a blank check did not say so"
+    noisy = [
+        o.get("text", "")
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        if o.get("name") == "stderr" and re.search(r"cuInit|absl::InitializeLog", o.get("text", ""))
+    ]
+    assert not noisy, f"TensorFlow start-up lines reached a cell output: {noisy[:1]}"
+    assert f"0 of {len(checks)} exercises passed" in texts[len(nb.cells) - 1]
     assert all(i in failed for i in stubs if "def " not in nb.cells[i].source), (
         "a top-level stub did not raise"
     )

@@ -22,6 +22,7 @@ register themselves with :func:`register`.
 from __future__ import annotations
 
 import base64
+import html
 import importlib
 import inspect
 import io
@@ -31,7 +32,6 @@ import os
 import pkgutil
 import secrets
 import tempfile
-import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,6 +39,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from helpers.exercises.feedback import quiet_stubs as _quiet_stubs
+from helpers.exercises.feedback import show as _show
+from helpers.exercises.guards import helpers_unavailable, signature_mismatch
 
 __all__ = [
     "CheckFailed",
@@ -54,6 +58,7 @@ __all__ = [
     "progress_table",
     "register",
     "run_cases",
+    "show_progress",
     "to_jsonable",
     "verify_answers",
 ]
@@ -66,6 +71,11 @@ class CheckFailed(AssertionError):
         self.message = message
         self.hint = hint
         super().__init__(message + (f"\nHint: {hint}" if hint else ""))
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows for a failed check: the message and hint, no checker frames."""
+        lines = str(self).splitlines() or ["check failed"]
+        return ["\x1b[1;31m✘ " + lines[0] + "\x1b[0m", *lines[1:]]
 
 
 @dataclass(frozen=True)
@@ -82,6 +92,15 @@ class Exercise:
       points: the exercise's weight in the gradebook.
       call: ``(func, case) -> result``; default ``func(**case)``. Runs in the kernel.
       encode: ``result -> JSON-able``; default :func:`to_jsonable`. Runs in the kernel.
+      unavailable: public helpers that implement the answer (``"helpers.train.choose_device"``);
+        while the student's function runs they raise "use your own code".
+      allow_non_finite: accept NaN and infinity in an answer; by default any non-finite
+        number in it (a float, or inside a float array) fails before ``verify`` runs, since
+        NaN compares false with everything and slips through range and tolerance checks.
+      self_reported: the verdict rests on behaviour the checker measures in the process
+        that runs the student's function (concurrent opens, queue ops, parse counts). In a
+        notebook that is the truth; a grader must not score it from a hostile kernel's
+        answers (it can forge them) unless it measures the behaviour itself.
     """
 
     key: str
@@ -93,6 +112,9 @@ class Exercise:
     points: int = 1
     call: Callable[[Callable[..., Any], dict[str, Any]], Any] | None = None
     encode: Callable[[Any], Any] | None = None
+    unavailable: tuple[str, ...] = ()
+    self_reported: bool = False
+    allow_non_finite: bool = False
 
     @property
     def lesson(self) -> str:
@@ -271,25 +293,103 @@ def from_jsonable(data: Any) -> Any:
 def run_cases(exercise: Exercise, func: Any, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Call the student's function on every case (kernel side) and encode the results.
 
+    The helpers in ``exercise.unavailable`` raise while the function runs.
+
     Returns:
       One ``{"ok": json}`` or ``{"error": "ExcType: message"}`` per case.
     """
     answers: list[dict[str, Any]] = []
-    for case in cases:
-        try:
-            if not callable(func):
-                raise TypeError(f"{exercise.target} is not a function (got {type(func).__name__})")
-            result = exercise.call(func, dict(case)) if exercise.call else func(**case)
-            encoded = (exercise.encode or to_jsonable)(result)
-            json.dumps(encoded)
-            answers.append({"ok": encoded})
-        except NotImplementedError:
-            answers.append({"error": "NotImplementedError: the exercise is not done yet"})
-        except Exception as err:  # noqa: BLE001 - everything the student's code raises is feedback
-            tb = traceback.extract_tb(err.__traceback__)
-            where = f" (line {tb[-1].lineno} of {Path(tb[-1].filename).name})" if tb else ""
-            answers.append({"error": f"{type(err).__name__}: {err}{where}"[:2000]})
+    with helpers_unavailable(exercise.unavailable, exercise.key):
+        for case in cases:
+            answers.append(_run_case(exercise, func, case))
     return answers
+
+
+def _run_case(exercise: Exercise, func: Any, case: dict[str, Any]) -> dict[str, Any]:
+    try:
+        if not callable(func):
+            raise TypeError(f"{exercise.target} is not a function (got {type(func).__name__})")
+        result = exercise.call(func, dict(case)) if exercise.call else func(**case)
+        encoded = (exercise.encode or to_jsonable)(result)
+        json.dumps(encoded)
+        return {"ok": encoded}
+    except NotImplementedError:
+        return {"error": NOT_DONE}
+    except Exception as err:  # noqa: BLE001 - everything the student's code raises is feedback
+        renamed = signature_mismatch(exercise, func, err)
+        if renamed:
+            return {"error": renamed[:2000]}
+        tb = traceback.extract_tb(err.__traceback__)
+        where = f" (line {tb[-1].lineno} of {Path(tb[-1].filename).name})" if tb else ""
+        return {"error": f"{type(err).__name__}: {err}{where}"[:2000]}
+
+
+NOT_DONE = "NotImplementedError: the exercise is not done yet"
+
+_ASSERT_HINT = (
+    'refuse bad input with `raise ValueError("what is wrong")`, not `assert`: an assert '
+    "is a check for bugs, it raises AssertionError and is removed by `python -O`"
+)
+
+
+def _first_failure(
+    exercise: Exercise, cases: list[dict[str, Any]], answers: list[dict[str, Any]]
+) -> tuple[int | None, str]:
+    """``(index of the first failing case or None, detail)``; see :func:`verify_answers`."""
+    if len(answers) != len(cases):
+        return -1, f"expected {len(cases)} answers, got {len(answers)}"
+    for i, (case, answer) in enumerate(zip(cases, answers, strict=True)):
+        label = f"case {i + 1} of {len(cases)}"
+        if not isinstance(answer, dict) or ("ok" not in answer and "error" not in answer):
+            return i, f"{label}: malformed answer"
+        if "error" in answer:
+            error = str(answer["error"])
+            hint = _ASSERT_HINT if error.startswith("AssertionError") else exercise.hint
+            return i, f"{label}: your function raised {error}\nHint: {hint}"
+        try:
+            result = from_jsonable(answer["ok"])
+            where = None if exercise.allow_non_finite else _non_finite(result)
+            if where is not None:
+                raise CheckFailed(
+                    f"your function returned {where}: NaN and infinity are never a valid "
+                    "answer here",
+                    "look for a division by zero, a log of 0, or an uninitialised array (np.empty)",
+                )
+            exercise.verify(case, result)
+        except CheckFailed as err:
+            hint = err.hint or exercise.hint
+            return i, f"{label}: {err.message}" + (f"\nHint: {hint}" if hint else "")
+        except Exception as err:  # noqa: BLE001 - a verifier choking on odd output is a failure too
+            return (
+                i,
+                f"{label}: the result could not be checked ({type(err).__name__}: {err})\nHint: {exercise.hint}",
+            )
+    return None, f"passed on {len(cases)} fresh cases"
+
+
+def _non_finite(value: Any, where: str = "", depth: int = 0) -> str | None:
+    """Where a NaN or infinity sits in a decoded answer (``None`` when there is none)."""
+    if depth > 50:
+        return None
+    if isinstance(value, (float, np.floating)) and not math.isfinite(float(value)):
+        return f"{float(value)!r}" + (f" at {where}" if where else "")
+    if isinstance(value, np.ndarray) and value.dtype.kind in "fc":
+        bad = ~np.isfinite(value)
+        if bad.any():
+            return f"an array with {int(bad.sum())} of {value.size} values NaN or infinite" + (
+                f" at {where}" if where else ""
+            )
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _non_finite(item, f"{where}[{key!r}]", depth + 1)
+            if found:
+                return found
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            found = _non_finite(item, f"{where}[{i}]", depth + 1)
+            if found:
+                return found
+    return None
 
 
 def verify_answers(
@@ -300,78 +400,48 @@ def verify_answers(
     Returns:
       ``(passed, detail)``; ``detail`` names the first failing case and the hint.
     """
-    if len(answers) != len(cases):
-        return False, f"expected {len(cases)} answers, got {len(answers)}"
-    for i, (case, answer) in enumerate(zip(cases, answers, strict=True)):
-        label = f"case {i + 1} of {len(cases)}"
-        if not isinstance(answer, dict) or ("ok" not in answer and "error" not in answer):
-            return False, f"{label}: malformed answer"
-        if "error" in answer:
-            return False, f"{label}: your function raised {answer['error']}"
-        try:
-            exercise.verify(case, from_jsonable(answer["ok"]))
-        except CheckFailed as err:
-            hint = err.hint or exercise.hint
-            return False, f"{label}: {err.message}" + (f"\nHint: {hint}" if hint else "")
-        except Exception as err:  # noqa: BLE001 - a verifier choking on odd output is a failure too
-            return (
-                False,
-                f"{label}: the result could not be checked ({type(err).__name__}: {err})\nHint: {exercise.hint}",
-            )
-    return True, f"passed on {len(cases)} fresh cases"
-
-
-def _progress_path() -> Path:
-    return Path(
-        os.environ.get(
-            "TFRECORD_COURSE_PROGRESS", Path.home() / ".tfrecord-course" / "progress.json"
-        )
-    )
-
-
-def _record_progress(key: str, passed: bool) -> None:
-    if os.environ.get("TFRECORD_COURSE_NO_PROGRESS"):
-        return
-    path = _progress_path()
-    try:
-        data = json.loads(path.read_text()) if path.exists() else {}
-        data[key] = {"passed": passed, "when": time.strftime("%Y-%m-%d %H:%M")}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-        tmp.replace(path)
-    except (OSError, ValueError):
-        pass  # progress is a convenience; never fail a check over it
+    index, detail = _first_failure(exercise, cases, answers)
+    return index is None, detail
 
 
 def progress_table() -> list[tuple[str, str, str]]:
-    """Every exercise of every lesson with its last recorded status for this learner."""
-    path = _progress_path()
-    try:
-        data = json.loads(path.read_text()) if path.exists() else {}
-    except (OSError, ValueError):
-        data = {}
-    rows = []
-    for lesson in lessons():
-        for ex in exercises_for(lesson):
-            entry = data.get(ex.key)
-            status = "not tried" if entry is None else ("passed" if entry["passed"] else "failing")
-            rows.append((ex.key, ex.title, status))
-    return rows
+    """Every exercise of every lesson with its status for this learner (no imports)."""
+    from helpers.exercises import progress
+
+    return [(r["key"], r["title"], r["status"]) for r in progress.status_rows()]
+
+
+def show_progress(lesson: str | int | None = None) -> None:
+    """Show the learner's progress (one lesson, or the whole course): a lesson's last cell."""
+    from helpers.exercises import progress
+
+    progress.show(lesson)
+
+
+def _describe_input(case: dict[str, Any], limit: int = 600) -> str:
+    text = json.dumps(case, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[:limit] + " ..."
 
 
 def check(key: str, func: Any = None, seed: int | None = None) -> None:
     """Check an exercise on fresh inputs, in this process (the notebook's check cell).
 
+    A pass is shown as a green line; a function that still raises
+    ``NotImplementedError`` gets one "not attempted yet" line and is not
+    recorded; a failure raises :class:`CheckFailed` with the message, the hint,
+    the failing input and the ``check(key, seed=N)`` call that reproduces it.
+
     Args:
       key: the exercise, e.g. ``"02.int64_feature"``.
       func: the student's function; by default the exercise's target name is
         looked up in the caller's (the notebook's) globals.
-      seed: fix the inputs (for debugging); fresh random inputs by default.
+      seed: fix the inputs (to reproduce a failure); fresh random inputs by default.
 
     Raises:
       CheckFailed: what is wrong, with a hint.
     """
+    from helpers.exercises import progress
+
     exercise = get(key)
     if func is None:
         caller = inspect.currentframe().f_back  # type: ignore[union-attr]
@@ -381,16 +451,37 @@ def check(key: str, func: Any = None, seed: int | None = None) -> None:
                 f"{exercise.target} is not defined: run the exercise cell first", exercise.hint
             )
         func = namespace[exercise.target]
-    rng = np.random.default_rng(secrets.randbits(64) if seed is None else seed)
+    seed = secrets.randbits(32) if seed is None else seed
+    rng = np.random.default_rng(seed)
     with tempfile.TemporaryDirectory(prefix=f"check-{exercise.key}-") as tmp:
         cases = exercise.make_cases(rng, Path(tmp))
         json.dumps(cases)  # cases must cross the kernel boundary in the grader too
         answers = json.loads(json.dumps(run_cases(exercise, func, cases)))
-        passed, detail = verify_answers(exercise, cases, answers)
-    _record_progress(exercise.key, passed)
-    if not passed:
-        raise CheckFailed(f"{exercise.key} ({exercise.title}): {detail}")
-    print(f"✔ {exercise.key} ({exercise.title}): {detail}")
+        index, detail = _first_failure(exercise, cases, answers)
+    if index is not None and any(a.get("error") == NOT_DONE for a in answers):
+        _show(
+            f"· {exercise.key}: not attempted yet (replace `raise NotImplementedError()` "
+            "with your code, then run this cell again)",
+            f"<span style='color:#666'>· <code>{html.escape(exercise.key)}</code>: not "
+            "attempted yet (replace <code>raise NotImplementedError()</code> with your code, "
+            "then run this cell again)</span>",
+        )
+        return
+    progress.record(exercise.key, index is None)
+    if index is not None:
+        where = ""
+        if index is not None and 0 <= index < len(cases):
+            where = f"\nFailing input: {_describe_input(cases[index])}"
+        raise CheckFailed(
+            f"{exercise.key} ({exercise.title}): {detail}{where}\n"
+            f"Same inputs again: check({exercise.key!r}, seed={seed})"
+        )
+    text = f"✔ {exercise.key} ({exercise.title}): {detail}"
+    _show(
+        text,
+        f"<div style='color:#1a7f37;font-weight:bold'>✔ passed: {html.escape(exercise.key)} "
+        f"({html.escape(exercise.title)}): {html.escape(detail)}</div>",
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -432,26 +523,9 @@ def kernel_answer(key: str, cases_path: str, answers_path: str, namespace: dict[
 
 
 def _main() -> int:
-    import argparse
+    from helpers.exercises import progress
 
-    parser = argparse.ArgumentParser(
-        prog="python -m helpers.exercises",
-        description="Your progress through the course's exercises.",
-    )
-    parser.add_argument(
-        "command",
-        choices=["progress", "list"],
-        help="progress: your status per exercise; list: all exercises",
-    )
-    args = parser.parse_args()
-    rows = progress_table()
-    if args.command == "list":
-        for key, title, _ in rows:
-            print(f"{key:<32} {title}")
-        return 0
-    passed = sum(1 for r in rows if r[2] == "passed")
-    for key, title, status in rows:
-        mark = {"passed": "✔", "failing": "✘"}.get(status, "·")
-        print(f"{mark} {key:<32} {status:<10} {title}")
-    print(f"{passed} of {len(rows)} exercises passed")
-    return 0
+    return progress.main()
+
+
+_quiet_stubs()

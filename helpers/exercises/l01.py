@@ -45,6 +45,11 @@ def _groups(value: int) -> list[int]:
             return out
 
 
+def _hex(data: bytes) -> str:
+    """Bytes as hex pairs; no bytes at all shown as such (not as an empty string)."""
+    return data.hex(" ") if data else "b'' (no bytes at all)"
+
+
 def _varint_verify(case: dict[str, Any], result: Any) -> None:
     value = case["value"]
     expected = encode_varint(value)
@@ -55,26 +60,31 @@ def _varint_verify(case: dict[str, Any], result: Any) -> None:
         )
     if result == expected:
         return
+    if not result:
+        raise CheckFailed(
+            f"encode_varint({value}) gave b'' (no bytes at all), expected {_hex(expected)}: "
+            "every varint has at least one byte, 0 included",
+            "take the first 7-bit group before testing whether anything is left "
+            "(a `while True:` loop, or `while value > 127:` plus a last byte)",
+        )
     groups = _groups(value)
     most_significant_first = bytes([g | 0x80 for g in reversed(groups[1:])] + [groups[0]])
     if len(groups) > 1 and result in (most_significant_first, bytes(reversed(expected))):
         raise CheckFailed(
-            f"encode_varint({value}) gave {result.hex(' ')}, expected {expected.hex(' ')}: "
+            f"encode_varint({value}) gave {_hex(result)}, expected {_hex(expected)}: "
             "the 7-bit groups are in the wrong order (the least significant group comes first)"
         )
     if len(groups) > 1 and result == bytes(groups):
         raise CheckFailed(
-            f"encode_varint({value}) gave {result.hex(' ')}, expected {expected.hex(' ')}: "
+            f"encode_varint({value}) gave {_hex(result)}, expected {_hex(expected)}: "
             "the continuation bit is missing: every byte except the last needs 0x80 set"
         )
     if result and result[-1] & 0x80:
         raise CheckFailed(
-            f"encode_varint({value}) gave {result.hex(' ')}, expected {expected.hex(' ')}: "
+            f"encode_varint({value}) gave {_hex(result)}, expected {_hex(expected)}: "
             "the last byte must not have the continuation bit (0x80) set"
         )
-    raise CheckFailed(
-        f"encode_varint({value}) gave {result.hex(' ')}, expected {expected.hex(' ')}"
-    )
+    raise CheckFailed(f"encode_varint({value}) gave {_hex(result)}, expected {_hex(expected)}")
 
 
 register(
@@ -86,6 +96,7 @@ register(
         verify=_varint_verify,
         hint="loop: take value & 0x7F, shift value right by 7; if anything is left, "
         "set 0x80 on the byte you just took. 300 -> ac 02.",
+        unavailable=("helpers.protobuf_demo.encode_varint",),
     )
 )
 
@@ -202,6 +213,7 @@ register(
         hint="read a varint key; number = key >> 3, wire type = key & 7; then a varint (0), "
         "8 raw bytes (1), a varint length + that many bytes (2) or 4 raw bytes (5). "
         "Use your encode_varint's inverse: a decode_varint(data, pos) -> (value, pos).",
+        unavailable=("helpers.protobuf_demo.parse_wire",),
     )
 )
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import string
 from pathlib import Path
 from typing import Any
@@ -215,6 +216,7 @@ register(
         hint="loop: length = struct.unpack('<Q', data[pos:pos+8])[0]; check the length CRC "
         "(data[pos+8:pos+12]) and the data CRC (the 4 bytes after the payload) with "
         "helpers.records.masked_crc; raise ValueError on a mismatch.",
+        unavailable=("helpers.records.read_records",),
     )
 )
 
@@ -260,10 +262,7 @@ def _digit_verify(case: dict[str, Any], result: Any) -> None:
     h, w, d = record["height"][0], record["width"][0], record["depth"][0]
     want = np.frombuffer(record["image_raw"][0], dtype=np.uint8).reshape(h, w, d)
     if "raised" in result:
-        raise CheckFailed(
-            f"decode_digit raised {result['raised']} on a {h} x {w} x {d} image",
-            "read height, width and depth from the record: images are not all 8 x 8",
-        )
+        _explain_digit_error(result["raised"], h, w, d)
     if "shape_of_result" in result:
         raise CheckFailed(
             f"decode_digit returned a {result['shape_of_result']}; return (image, label)"
@@ -290,6 +289,27 @@ def _digit_verify(case: dict[str, Any], result: Any) -> None:
         or label != record["label"][0]
     ):
         raise CheckFailed(f"label {label!r}, expected the int {record['label'][0]}")
+
+
+def _explain_digit_error(raised: str, h: int, w: int, d: int) -> None:
+    """Raise the CheckFailed that names why decode_digit raised on an (h, w, d) image."""
+    call = f"decode_digit raised {raised} on a {h} x {w} x {d} image"
+    sized = re.search(r"cannot reshape array of size (\d+) into shape \(([\d, ]+)\)", raised)
+    wide_items = sized is not None and int(sized.group(1)) < h * w * d
+    if "buffer size must be a multiple of element size" in raised or wide_items:
+        raise CheckFailed(
+            call + ": np.frombuffer reads float64 unless told otherwise (8 bytes per value), "
+            "so the pixels do not add up",
+            "np.frombuffer(image_raw, dtype=np.uint8): one byte per pixel value",
+        )
+    if sized is not None and int(sized.group(1)) == h * w * d:
+        shape = tuple(int(v) for v in sized.group(2).replace(" ", "").split(",") if v)
+        if shape != (h, w, d):
+            raise CheckFailed(
+                call + f": the pixels are right but the shape {shape} is not the record's",
+                "read height, width and depth from the record: images are not all 8 x 8",
+            )
+    raise CheckFailed(call)
 
 
 register(

@@ -1,18 +1,24 @@
-"""Lesson 05 exercises: a reader that beats sequential reading on (simulated) slow
+"""Lesson 05 exercises: a reader that opens shards concurrently on (simulated) slow
 storage, the stages of the classic interleave pipeline in the right order, and a pipeline
 that shuffled after batching, fixed.
 
-Timing is measured where it can be trusted on a busy machine: the slow storage
-is a *simulation* whose delays are sleeps (:class:`helpers.pipeline.SimulatedSlowStorage`),
-so reading shards in parallel wins by a large factor whatever the CPU load,
-and the baseline (the same shards read one after another) is timed in the same
-call. The other two exercises are checked by behaviour (which elements, in
-which batches, how often ``parse`` ran) and by the dataset's stage chain.
+Nothing here is judged by speed (which depends on the machine and its load):
+``05.fast_reader`` hands the student an ``open_shard`` whose every open waits,
+and counts itself how many opens are in flight at once; the other two
+exercises are checked by behaviour (which elements, in which batches, how
+often ``parse`` ran) and by the dataset's stage chain. The records each shard
+holds follow from its file name, so the checker never reads back a file the
+student's code could have changed.
+
+These counts are made by the checker's code, but inside the student's process:
+in grading, an exercise with ``self_reported=True`` depends on what the kernel
+reports (see :class:`helpers.exercises.Exercise`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -21,11 +27,15 @@ from typing import Any
 import numpy as np
 
 from helpers.exercises import CheckFailed, Exercise, register
-from helpers.records import read_records, write_records
+from helpers.records import write_records
 from helpers.stages import STAGES, stage_chain
 
-#: 05.fast_reader must be at least this many times faster than sequential reading.
-MIN_SPEEDUP = 3.0
+#: Seconds every open of a shard waits in 05.fast_reader (simulated storage latency).
+OPEN_DELAY_S = 0.25
+#: Shards that must be opening at the same time for 05.fast_reader to pass (or all of them).
+MIN_CONCURRENT_OPENS = 8
+
+_SHARD = re.compile(r"-(\d+)-(\d+)\.tfrecord$")
 
 # ---------------------------------------------------------------------------
 # 05.fast_reader
@@ -35,61 +45,121 @@ MIN_SPEEDUP = 3.0
 def _write_shards(
     rng: np.random.Generator, workdir: Path, prefix: str, shards: int, per_shard: tuple[int, int]
 ) -> list[str]:
+    """Shards of records ``b"0"``, ``b"1"``, ...; each name ends with its first id and count."""
     files = []
     next_id = 0
     for s in range(shards):
         n = int(rng.integers(*per_shard))
         records = [f"{next_id + j}".encode() for j in range(n)]
+        path = workdir / f"{prefix}-{s:05d}-of-{shards:05d}-{next_id}-{n}.tfrecord"
         next_id += n
-        path = workdir / f"{prefix}-{s:05d}-of-{shards:05d}.tfrecord"
         write_records(path, records)
         files.append(os.fspath(path))
     return files
+
+
+def _shard_records(files: list[str]) -> list[bytes]:
+    """What the checker-made shards hold, from their names (the files are not read)."""
+    records = []
+    for name in files:
+        match = _SHARD.search(name)
+        if match is None:
+            raise ValueError(f"not a checker-made shard: {name}")
+        first, count = int(match.group(1)), int(match.group(2))
+        records.extend(f"{first + j}".encode() for j in range(count))
+    return records
 
 
 def _reader_cases(rng: np.random.Generator, workdir: Path) -> list[dict[str, Any]]:
     cases = []
     for i in range(2):
         files = _write_shards(rng, workdir, f"slow{i}", int(rng.integers(8, 12)), (3, 12))
-        cases.append({"files": files, "delay_per_open_s": 0.15})
+        cases.append({"files": files})
     return cases
+
+
+class _OpenCounter:
+    """Slow storage that counts, by itself, how many opens were in flight at once.
+
+    Every open is TensorFlow's own sleep op (so parallel readers overlap it; a
+    ``time.sleep`` in a py_function would not overlap beyond the core count),
+    followed by a quick py_function that notes when the open finished. An open
+    finishing at ``t`` was in flight during ``[t - OPEN_DELAY_S, t]``.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.finished: list[float] = []
+
+    def _done(self, filename: Any) -> Any:
+        with self.lock:
+            self.finished.append(time.monotonic())
+        return filename
+
+    @property
+    def opens(self) -> int:
+        return len(self.finished)
+
+    @property
+    def peak(self) -> int:
+        """The most opens whose waits overlapped."""
+        ends = sorted(self.finished)
+        best, first = 0, 0
+        for last, end in enumerate(ends):
+            while ends[first] < end - OPEN_DELAY_S:
+                first += 1
+            best = max(best, last - first + 1)
+        return best
+
+    def open_shard(self, filename: Any) -> Any:
+        """The shard's records, after an open that waits :data:`OPEN_DELAY_S`."""
+        import tensorflow as tf
+        from tensorflow.python.data.experimental.ops import testing
+
+        def done(name: Any) -> Any:
+            out = tf.py_function(self._done, [name], tf.string)
+            out.set_shape([])
+            return out
+
+        return (
+            tf.data.Dataset.from_tensors(filename)
+            .apply(testing.sleep(int(OPEN_DELAY_S * 1e6)))
+            .take(1)  # SleepDataset also sleeps on the call that finds the end
+            .map(done)
+            .flat_map(tf.data.TFRecordDataset)
+        )
+
+
+def _autotuned(dataset: Any) -> list[str]:
+    """Which interleave settings of the dataset are AUTOTUNE (TensorFlow internals)."""
+    found, node, seen = [], dataset, 0
+    while node is not None and seen < 100:
+        for attr in ("_cycle_length", "_num_parallel_calls"):
+            value = getattr(node, attr, None)
+            try:
+                if value is not None and int(value) == -1:
+                    found.append(attr.lstrip("_"))
+            except (TypeError, ValueError):
+                pass
+        node = getattr(node, "_input_dataset", None) or getattr(node, "_impl", None)
+        seen += 1
+    return sorted(set(found))
 
 
 def _reader_call(func: Any, case: dict[str, Any]) -> Any:
     import tensorflow as tf
 
-    from helpers.pipeline import SimulatedSlowStorage
-
-    storage = SimulatedSlowStorage(delay_per_open_s=case["delay_per_open_s"])
-    zero = tf.constant(0, tf.int64)
-
-    def open_shard(filename: Any) -> Any:
-        return storage.tfrecord_dataset(filename, zero)
-
-    files = list(case["files"])
-    # Warm tf.data and the sleep op up so that neither timing pays for first use.
-    no_delay = SimulatedSlowStorage()
-    warm = tf.data.Dataset.from_tensor_slices(files[:2]).interleave(
-        lambda f: no_delay.tfrecord_dataset(f, zero), cycle_length=2, num_parallel_calls=2
-    )
-    for _ in warm:
-        pass
-    dataset = func(files, open_shard)
+    counter = _OpenCounter()
+    dataset = func(list(case["files"]), counter.open_shard)
     if not isinstance(dataset, tf.data.Dataset):
         return {"type": type(dataset).__name__}
-    # Best of two passes (a busy machine can stall one); the baseline is one long pass.
-    times, records = [], []
-    for _ in range(2):
-        start = time.perf_counter()
-        records = [bytes(r) for r in dataset.as_numpy_iterator()]
-        times.append(time.perf_counter() - start)
-    seconds = min(times)
-    baseline = tf.data.Dataset.from_tensor_slices(files).flat_map(open_shard)
-    start = time.perf_counter()
-    for _ in baseline:
-        pass
-    baseline_seconds = time.perf_counter() - start
-    return {"records": records, "seconds": seconds, "baseline_seconds": baseline_seconds}
+    records = [bytes(r) for r in dataset.as_numpy_iterator()]
+    return {
+        "records": records,
+        "opens": counter.opens,
+        "peak": counter.peak,
+        "autotuned": _autotuned(dataset),
+    }
 
 
 def _reader_verify(case: dict[str, Any], result: Any) -> None:
@@ -100,7 +170,7 @@ def _reader_verify(case: dict[str, Any], result: Any) -> None:
             f"{call} returned a {result['type']}, not a tf.data.Dataset",
             "start from tf.data.Dataset.from_tensor_slices(files)",
         )
-    expected = sorted(r for f in files for r in read_records(f))
+    expected = sorted(_shard_records(files))
     got = sorted(result["records"])
     if got != expected:
         missing = len(set(expected) - set(got))
@@ -111,16 +181,27 @@ def _reader_verify(case: dict[str, Any], result: Any) -> None:
             "of every shard must come out exactly once",
             "interleave(open_shard, ...) over the file names: no take(), no repeat()",
         )
-    ratio = result["baseline_seconds"] / max(result["seconds"], 1e-9)
-    if ratio < MIN_SPEEDUP:
+    if result["opens"] < len(files):
         raise CheckFailed(
-            f"{call} took {result['seconds']:.2f} s, reading the shards one after another took "
-            f"{result['baseline_seconds']:.2f} s: only {ratio:.1f}x faster, at least "
-            f"{MIN_SPEEDUP:.0f}x is needed (each shard open waits "
-            f"{case['delay_per_open_s'] * 1e3:.0f} ms)",
-            "open many shards at once: interleave(open_shard, cycle_length=len(files), "
-            "num_parallel_calls=len(files), deterministic=False). AUTOTUNE sizes both by "
-            "CPU cores, but waiting for storage is not CPU work",
+            f"{call} opened {result['opens']} of {len(files)} shards through open_shard: the "
+            "files were read some other way (e.g. TFRecordDataset(files, num_parallel_reads=...)), "
+            "which skips the storage the exercise is about",
+            "interleave(open_shard, ...): every shard is opened by open_shard",
+        )
+    if result["autotuned"]:
+        raise CheckFailed(
+            f"{call} sets {' and '.join(result['autotuned'])} to AUTOTUNE: tf.data sizes that "
+            "by the number of CPU cores (so the same code is fast on one machine and slow on "
+            "another), but waiting for storage is not CPU work",
+            "give cycle_length and num_parallel_calls explicit numbers, e.g. len(files)",
+        )
+    need = min(len(files), MIN_CONCURRENT_OPENS)
+    if result["peak"] < need:
+        raise CheckFailed(
+            f"{call} had at most {result['peak']} shard(s) opening at the same time; each open "
+            f"waits {OPEN_DELAY_S * 1e3:.0f} ms, so at least {need} must be in flight at once",
+            "interleave(open_shard, cycle_length=len(files), num_parallel_calls=len(files), "
+            "deterministic=False)",
         )
 
 
@@ -134,6 +215,7 @@ register(
         hint="keep many shards opening at once: interleave with an explicit cycle_length and "
         "num_parallel_calls (AUTOTUNE stays within the CPU budget); the order may change",
         call=_reader_call,
+        self_reported=True,
     )
 )
 
@@ -195,7 +277,7 @@ def _pipeline_call(func: Any, case: dict[str, Any]) -> Any:
 
 def _pipeline_verify(case: dict[str, Any], result: Any) -> None:
     bs = case["batch_size"]
-    n = sum(1 for f in case["files"] for _ in read_records(f))
+    n = len(_shard_records(case["files"]))
     call = f"make_pipeline(<{len(case['files'])} shards, {n} records>, parse, batch_size={bs})"
     if "type" in result:
         raise CheckFailed(f"{call} returned a {result['type']}, not a tf.data.Dataset")
@@ -282,6 +364,7 @@ register(
         hint="start from section 1's core chain; cache after the expensive map and before "
         "anything random, shuffle after the cache and before batch, prefetch last",
         call=_pipeline_call,
+        self_reported=True,
     )
 )
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -39,24 +40,44 @@ def _draw(rng: np.random.Generator, width: int, height: int) -> np.ndarray:
     return np.clip(image, 0, 255).astype(np.uint8)
 
 
-def _preprocess_cases(rng: np.random.Generator, workdir: Path) -> list[dict[str, Any]]:
+_IMAGE_NAME = re.compile(r"image_\d+_([a-z_]+)_(\d+)\.(?:png|jpg)$")
+
+
+def _encoded_image(kind: str, seed: int) -> bytes:
+    """The encoded picture of a checker-made image file, from its name.
+
+    The verifier re-creates the bytes from here rather than reading the file,
+    which lives where the student's code (in grading, the kernel) can change it.
+    """
     from PIL import Image
 
+    rng = np.random.default_rng(seed)
+    width, height = int(rng.integers(40, 320)), int(rng.integers(40, 320))
+    image = Image.fromarray(_draw(rng, width, height))
+    buf = io.BytesIO()
+    if kind == "grey_jpeg":
+        image.convert("L").save(buf, format="JPEG", quality=90)
+    elif kind == "png":
+        image.save(buf, format="PNG")
+    else:
+        image.save(buf, format="JPEG", quality=90)
+    return buf.getvalue()
+
+
+def _image_bytes(path: str) -> bytes:
+    match = _IMAGE_NAME.search(os.path.basename(path))
+    if match is None:
+        raise ValueError(f"not a checker-made image: {path}")
+    return _encoded_image(match.group(1), int(match.group(2)))
+
+
+def _preprocess_cases(rng: np.random.Generator, workdir: Path) -> list[dict[str, Any]]:
     kinds = ["rgb_jpeg", "grey_jpeg", "png", "rgb_jpeg", "bad_label", "negative_label"]
     cases = []
     for i, kind in enumerate(kinds):
-        width, height = int(rng.integers(40, 320)), int(rng.integers(40, 320))
-        pixels = _draw(rng, width, height)
-        image = Image.fromarray(pixels)
-        buf = io.BytesIO()
-        if kind == "grey_jpeg":
-            image.convert("L").save(buf, format="JPEG", quality=90)
-        elif kind == "png":
-            image.save(buf, format="PNG")
-        else:
-            image.save(buf, format="JPEG", quality=90)
-        path = workdir / f"image_{i}.{'png' if kind == 'png' else 'jpg'}"
-        path.write_bytes(buf.getvalue())
+        seed = int(rng.integers(0, 2**31 - 1))
+        path = workdir / f"image_{i}_{kind}_{seed}.{'png' if kind == 'png' else 'jpg'}"
+        path.write_bytes(_encoded_image(kind, seed))
         num_classes = int(rng.integers(2, 1001))
         label = int(rng.integers(0, num_classes))
         if kind == "bad_label":
@@ -95,7 +116,7 @@ def _preprocess_call(func: Any, case: dict[str, Any]) -> Any:
 def _reference(path: str, size: int) -> np.ndarray:
     import tensorflow as tf
 
-    image = tf.io.decode_image(Path(path).read_bytes(), channels=3, expand_animations=False)
+    image = tf.io.decode_image(_image_bytes(path), channels=3, expand_animations=False)
     image = tf.image.resize(tf.cast(image, tf.float32), [size, size])
     return (image / 127.5 - 1.0).numpy()
 
@@ -282,6 +303,7 @@ register(
         hint="look at the GPUs only; compare the first one's compute capability as a "
         "(major, minor) tuple with (7, 0); an unknown capability counts as new",
         call=_device_call,
+        unavailable=("helpers.train.choose_device",),
     )
 )
 

@@ -100,18 +100,26 @@ def _guarded_call(func: Any, case: dict[str, Any], encode: Any = None) -> dict[s
     except TypeError:  # not weak-referenceable: just run it
         pass
     session_cls = tf.compat.v1.Session
-    original_init = session_cls.__init__
+    original_init, original_run = session_cls.__init__, session_cls.run
     opened: list[Any] = []
+    dequeued: list[list[Any]] = []
 
     def tracking_init(self: Any, *args: Any, **kwargs: Any) -> None:
         original_init(self, *args, **kwargs)
         opened.append(self)
+
+    def tracking_run(self: Any, fetches: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original_run(self, fetches, *args, **kwargs)
+        _note_dequeues(fetches, result, dequeued)
+        return result
 
     outcome: dict[str, Any] = {}
 
     def target() -> None:
         try:
             value = func(**case)
+            outcome["ops"] = _queue_ops(opened)
+            outcome["dequeued"] = [[int(v) for v in item] for item in _items(dequeued)]
             outcome["value"] = encode(value) if encode else value
         except tf.errors.OpError as err:
             outcome["raised"] = type(err).__name__
@@ -121,14 +129,14 @@ def _guarded_call(func: Any, case: dict[str, Any], encode: Any = None) -> dict[s
 
     from helpers.legacy import quiet
 
-    session_cls.__init__ = tracking_init
+    session_cls.__init__, session_cls.run = tracking_init, tracking_run
     try:
         with quiet():  # no deprecation or coordinator chatter in the check's output
             worker = threading.Thread(target=target, name="exercise-07", daemon=True)
             worker.start()
             worker.join(TIMEOUT_SECONDS)
     finally:
-        session_cls.__init__ = original_init
+        session_cls.__init__, session_cls.run = original_init, original_run
     if worker.is_alive():
         for sess in opened:
             try:
@@ -144,6 +152,48 @@ def _guarded_call(func: Any, case: dict[str, Any], encode: Any = None) -> dict[s
     if "exception" in outcome:
         raise outcome["exception"]
     return outcome
+
+
+def _note_dequeues(fetches: Any, result: Any, dequeued: list[list[Any]]) -> None:
+    """Remember what a ``Session.run`` took out of a queue (watched by the checker)."""
+    import tensorflow as tf
+
+    try:
+        flat_fetches, flat_results = tf.nest.flatten(fetches), tf.nest.flatten(result)
+    except (TypeError, ValueError):
+        return
+    if len(flat_fetches) != len(flat_results):
+        return
+    taken = [
+        value
+        for fetch, value in zip(flat_fetches, flat_results, strict=True)
+        if getattr(getattr(fetch, "op", None), "type", "").startswith("QueueDequeue")
+    ]
+    if taken:
+        dequeued.append(taken)
+
+
+def _items(dequeued: list[list[Any]]) -> list[tuple[Any, ...]]:
+    """Dequeued components -> one tuple per item (``dequeue_many`` rows split up)."""
+    items: list[tuple[Any, ...]] = []
+    for components in dequeued:
+        arrays = [np.asarray(c) for c in components]
+        if all(a.ndim == 0 for a in arrays):
+            items.append(tuple(a.item() for a in arrays))
+        elif all(a.ndim >= 1 for a in arrays):
+            items.extend(zip(*[a.tolist() for a in arrays], strict=False))
+    return items
+
+
+def _queue_ops(sessions: list[Any]) -> list[str]:
+    """The queue and reader op types in the graphs the function ran."""
+    found: set[str] = set()
+    for sess in sessions:
+        try:
+            found.update(op.type for op in sess.graph.get_operations())
+        except Exception:  # noqa: BLE001, S112 - a graph we cannot read shows no queue ops
+            continue
+    return sorted(t for t in found if "Queue" in t or "Reader" in t)
 
 
 def _explain_failure(answer: dict[str, Any], timeout_cause: str) -> None:
@@ -217,6 +267,15 @@ def _epochs_verify(case: dict[str, Any], answer: Any) -> None:
     labels = answer["value"]
     if not isinstance(labels, list):
         raise CheckFailed(f"read_labels should return a list of labels, got {labels!r}")
+    ops = answer.get("ops", [])
+    if "TFRecordReaderV2" not in ops or not any(op.startswith("FIFOQueue") for op in ops):
+        raise CheckFailed(
+            "the labels did not come out of a queue pipeline (the checker found no "
+            f"FIFOQueue and TFRecordReader in the graph your session ran: {ops or 'no queue ops'}); "
+            "this exercise is about the TF1 queues, tf.data is the next one",
+            "string_input_producer(paths, num_epochs=...) -> tf.compat.v1.TFRecordReader().read "
+            "-> parse_single_example, run in a tf.compat.v1.Session with queue runners",
+        )
     _, expected = _contents(case["paths"])
     epochs, per_epoch = case["num_epochs"], len(expected)
     want = epochs * per_epoch
@@ -249,6 +308,7 @@ register(
         make_cases=_epochs_cases,
         verify=_epochs_verify,
         call=_epochs_call,
+        self_reported=True,
         hint=(
             "string_input_producer(paths, num_epochs=num_epochs) -> TFRecordReader().read -> "
             "parse_single_example -> label; initialise global and local variables, start the "
@@ -294,6 +354,15 @@ def _producers_verify(case: dict[str, Any], answer: Any) -> None:
         raise CheckFailed(f"return a list of (thread, seq) pairs, got {items!r}")
     n, k = case["num_threads"], case["items_per_thread"]
     pairs = [tuple(p) for p in items]
+    ops = answer.get("ops", [])
+    if "FIFOQueueV2" not in ops or not any(op.startswith("QueueEnqueue") for op in ops):
+        raise CheckFailed(
+            "the items did not pass through a tf.compat.v1.FIFOQueue (the checker found "
+            f"{ops or 'no queue ops'} in the graph your session ran): Python's queue.Queue, a "
+            "list or a tf.data pipeline does not teach the queue + Coordinator pattern",
+            "FIFOQueue(capacity, [tf.int32, tf.int32], shapes=[[], []]) with an enqueue op "
+            "run by each producer thread and a dequeue op run by the main thread",
+        )
     if len(pairs) != n * k:
         raise CheckFailed(
             f"got {len(pairs)} items; {n} threads x {k} items is {n * k}",
@@ -315,6 +384,14 @@ def _producers_verify(case: dict[str, Any], answer: Any) -> None:
             + (f" and {duplicates[:3]} arrived more than once" if duplicates else ""),
             "thread t must enqueue (t, 0), (t, 1), ..., (t, items_per_thread - 1) once each",
         )
+    delivered = [tuple(p) for p in answer.get("dequeued", [])]
+    if delivered != pairs and sorted(delivered) == sorted(pairs):
+        raise CheckFailed(
+            "you returned the items in another order than the queue delivered them (the "
+            f"checker watched every dequeue: it began {delivered[:4]}, you returned "
+            f"{pairs[:4]}): the order a FIFOQueue gives is the point of the exercise",
+            "append each item as you dequeue it and return that list: no sorting",
+        )
     for t in range(n):
         order = [j for tt, j in pairs if tt == t]
         if order != sorted(order):
@@ -334,6 +411,7 @@ register(
         make_cases=_producers_cases,
         verify=_producers_verify,
         call=_producers_call,
+        self_reported=True,
         hint=(
             "FIFOQueue(capacity, [tf.int32, tf.int32], shapes=[[], []]); one enqueue op fed "
             "through placeholders; threading.Thread(target=produce, args=(t,)) per producer; "
@@ -398,6 +476,20 @@ def _dataset_verify(case: dict[str, Any], answer: Any) -> None:
             f"your dataset was still going after {MAX_BATCHES} batches; the queue pipeline "
             f"gives {len(want)}",
             "repeat(num_epochs), not repeat(): the queue stopped after num_epochs",
+        )
+    per_epoch = expected_batches(images, labels, batch_size=bs, num_epochs=1)
+    batched_first = [y for _ in range(case["num_epochs"]) for _, y in per_epoch]
+    got_labels = [np.asarray(y).astype(np.int64).tolist() for _, y in batches]
+    if (
+        case["num_epochs"] > 1
+        and got_labels == [y.tolist() for y in batched_first]
+        and [y.tolist() for _, y in want] != got_labels
+    ):
+        raise CheckFailed(
+            f"you gave {len(batches)} batches made epoch by epoch (each epoch drops its own "
+            f"last partial batch); the queue pipeline's batches run across epoch boundaries, "
+            f"giving {len(want)}: batch then repeat is not repeat then batch",
+            "repeat(num_epochs) first, then batch(batch_size, drop_remainder=True)",
         )
     sizes = [len(np.atleast_1d(y)) for _, y in batches]
     short = [i for i, s in enumerate(sizes[:-1]) if s != bs]
@@ -474,5 +566,6 @@ register(
             ".batch(batch_size, drop_remainder=True), with decode giving "
             "(float32 [64] in [0, 1], int32 label)"
         ),
+        unavailable=("helpers.legacy.dataset_batches",),
     )
 )
