@@ -49,10 +49,11 @@ from helpers.grading import processes, sandbox
 from helpers.grading.client import GradingClient
 from helpers.grading.processes import GiB, Watchdog, describe_exit, kill_tree
 from helpers.grading.sandbox import launcher_cmd
+from helpers.notebooks import KERNEL_NAME
 
 __all__ = ["GiB", "describe_exit", "kill_tree"]
 
-COURSE_KERNEL = "tfrecord-course"
+COURSE_KERNEL = KERNEL_NAME  # the course kernelspec (helpers.notebooks installs it)
 
 
 @dataclass(frozen=True)

@@ -120,9 +120,30 @@ def judge(
             or "the grader's cell ran but left no answers (was helpers.exercises replaced?)",
         )
     passed, detail = verifier(limits).verify(lesson, ref, ex.key, cases, answer.text)
+    if getattr(ex, "self_reported", False):
+        return _not_scored(ex, passed, detail)
     if passed:
         return grade("passed", detail, ex.points)
     return grade("failed", detail)
+
+
+def _not_scored(ex: Any, passed: bool, detail: str) -> ExerciseGrade:
+    """An exercise whose verdict rests on what the student's own kernel measured: shown, not scored.
+
+    Its check counts behaviour (concurrent opens, queue ops, parse calls) inside the
+    process that runs the student's code; a hostile kernel can forge those counts, so
+    the grader reports what the check said and gives the exercise no points either way.
+    """
+    said = "passed" if passed else f"failed: {_split_hint(detail, ex.hint)[0]}"
+    return ExerciseGrade(
+        ex.key,
+        ex.title,
+        0,
+        0,
+        "not_scored",
+        f"the notebook's check {said} (not scored: this check measures behaviour inside "
+        "your own kernel, which the grader cannot trust; your instructor may review it)",
+    )
 
 
 def cell_notes(nb: Any, kinds: list[str], execution: Execution, limits: Limits) -> list[str]:
