@@ -26,6 +26,7 @@ converter (for ``make bench``).
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import sys
@@ -66,10 +67,15 @@ _WHILE = re.compile(r" \[while running '[^']*'\]$")
 
 def import_beam() -> Any:
     """``apache_beam``, or :class:`ConvertError` with the one-line install hint."""
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)  # Beam's import warns about Google Cloud clients we never use
     try:
         import apache_beam
     except ImportError:
         raise ConvertError(INSTALL_HINT) from None
+    finally:
+        root.setLevel(level)
     return apache_beam
 
 
