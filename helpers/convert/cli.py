@@ -58,6 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
         description=_DESCRIPTION,
         epilog=_EPILOG,
     )
+    _add_paths_and_sizes(parser)
+    _add_run_options(parser)
+    return parser
+
+
+def _add_paths_and_sizes(parser: argparse.ArgumentParser) -> None:
+    """Where from, where to, how big: the options a typical converter script had too."""
     parser.add_argument(
         "--dataset-path",
         "--dataset_path",
@@ -89,6 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"worker processes; 1 = no subprocesses (default: the CPU cores, here "
         f"{usable_cores()}, but at most one per 2000 files)",
     )
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    """How the run behaves: resuming, limits, naming, output, and the Beam runner."""
     parser.add_argument(
         "--overwrite",
         action="store_true",
@@ -133,7 +144,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--flink_master, --spark_master_url, --direct_num_workers, ...) are passed to it; "
         "needs pip install -e '.[beam]' (docs/converter.md, 'Running on Apache Beam')",
     )
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -189,11 +189,11 @@ def _pack_call(func: Any, case: dict[str, Any]) -> dict[str, Any]:
     return {"returned": returned, "file": data}
 
 
-def _pack_verify(case: dict[str, Any], answer: Any) -> None:
-    from helpers.features import Example
+def _packed_records(case: dict[str, Any], answer: Any) -> list[bytes]:
+    """The records of the file the student wrote, one per path, or CheckFailed."""
     from helpers.records import RecordError, read_records
 
-    paths, labels = case["paths"], case["labels"]
+    paths = case["paths"]
     data = answer.get("file")
     if data is None:
         raise CheckFailed(
@@ -212,69 +212,80 @@ def _pack_verify(case: dict[str, Any], answer: Any) -> None:
             f"out_path holds {len(records)} records for {len(paths)} files",
             "write one record per file (and close the writer: `with ... as writer`)",
         )
+    return records
+
+
+def _check_packed_record(i: int, raw: bytes, path: str, label: int) -> None:
+    """Record ``i`` is an Example holding the file's bytes, its label and its base name."""
+    from helpers.features import Example
+
+    example = Example()
+    try:
+        example.ParseFromString(raw)
+    except Exception:  # noqa: BLE001 - protobuf's DecodeError
+        raise CheckFailed(
+            f"record {i} is not a tf.train.Example",
+            "writer.write(example.SerializeToString())",
+        ) from None
+    features = example.features.feature
+    for key in (_ENCODED, _LABEL, _FILENAME):
+        if key not in features:
+            raise CheckFailed(
+                f"record {i} has no {key!r} feature (it has {sorted(features)})",
+                "use the feature names image/encoded, image/class/label, image/filename",
+            )
+    name = os.path.basename(path)
+    match = _PACK_NAME.match(name)
+    if match is None:
+        raise CheckFailed(f"{name} is not a file this checker made")
+    expected_bytes = _file_bytes(int(match.group(2)))
+    encoded = list(features[_ENCODED].bytes_list.value)
+    if len(encoded) != 1:
+        raise CheckFailed(
+            f"record {i}: image/encoded should hold one bytes value (the file), "
+            f"it holds {len(encoded)} (kind {features[_ENCODED].WhichOneof('kind')})",
+            "tf.train.BytesList(value=[file_bytes])",
+        )
+    if encoded[0] in (path.encode(), name.encode()):
+        raise CheckFailed(
+            f"record {i}'s image/encoded holds the file's *name*, not its contents",
+            "read the bytes: open(path, 'rb').read()",
+        )
+    if encoded[0] != expected_bytes:
+        raise CheckFailed(
+            f"record {i}'s image/encoded holds {len(encoded[0])} bytes that are not the "
+            f"contents of {name} ({len(expected_bytes)} bytes); records must follow the "
+            "order of paths",
+            "one record per path, in order, with open(path, 'rb').read() as image/encoded",
+        )
+    kind = features[_LABEL].WhichOneof("kind")
+    if kind != "int64_list":
+        raise CheckFailed(
+            f"record {i}'s image/class/label is a {kind}; a class label is an integer",
+            "tf.train.Feature(int64_list=tf.train.Int64List(value=[label]))",
+        )
+    if list(features[_LABEL].int64_list.value) != [label]:
+        raise CheckFailed(
+            f"record {i} has label {list(features[_LABEL].int64_list.value)}, expected "
+            f"[{label}] (labels[{i - 1}] belongs to paths[{i - 1}])"
+        )
+    stored = list(features[_FILENAME].bytes_list.value)
+    if stored != [name.encode()]:
+        hint = "store os.path.basename(path).encode()"
+        if stored and stored[0] == path.encode():
+            raise CheckFailed(
+                f"record {i} stores the full path {path!r}: that ties the dataset to this "
+                "machine's folders",
+                hint,
+            )
+        raise CheckFailed(f"record {i} has image/filename {stored!r}, expected [{name!r}]", hint)
+
+
+def _pack_verify(case: dict[str, Any], answer: Any) -> None:
+    paths, labels = case["paths"], case["labels"]
+    records = _packed_records(case, answer)
     for i, (raw, path, label) in enumerate(zip(records, paths, labels, strict=True), start=1):
-        example = Example()
-        try:
-            example.ParseFromString(raw)
-        except Exception:  # noqa: BLE001 - protobuf's DecodeError
-            raise CheckFailed(
-                f"record {i} is not a tf.train.Example",
-                "writer.write(example.SerializeToString())",
-            ) from None
-        features = example.features.feature
-        for key in (_ENCODED, _LABEL, _FILENAME):
-            if key not in features:
-                raise CheckFailed(
-                    f"record {i} has no {key!r} feature (it has {sorted(features)})",
-                    "use the feature names image/encoded, image/class/label, image/filename",
-                )
-        name = os.path.basename(path)
-        match = _PACK_NAME.match(name)
-        if match is None:
-            raise CheckFailed(f"{name} is not a file this checker made")
-        expected_bytes = _file_bytes(int(match.group(2)))
-        encoded = list(features[_ENCODED].bytes_list.value)
-        if len(encoded) != 1:
-            raise CheckFailed(
-                f"record {i}: image/encoded should hold one bytes value (the file), "
-                f"it holds {len(encoded)} (kind {features[_ENCODED].WhichOneof('kind')})",
-                "tf.train.BytesList(value=[file_bytes])",
-            )
-        if encoded[0] in (path.encode(), name.encode()):
-            raise CheckFailed(
-                f"record {i}'s image/encoded holds the file's *name*, not its contents",
-                "read the bytes: open(path, 'rb').read()",
-            )
-        if encoded[0] != expected_bytes:
-            raise CheckFailed(
-                f"record {i}'s image/encoded holds {len(encoded[0])} bytes that are not the "
-                f"contents of {name} ({len(expected_bytes)} bytes); records must follow the "
-                "order of paths",
-                "one record per path, in order, with open(path, 'rb').read() as image/encoded",
-            )
-        kind = features[_LABEL].WhichOneof("kind")
-        if kind != "int64_list":
-            raise CheckFailed(
-                f"record {i}'s image/class/label is a {kind}; a class label is an integer",
-                "tf.train.Feature(int64_list=tf.train.Int64List(value=[label]))",
-            )
-        if list(features[_LABEL].int64_list.value) != [label]:
-            raise CheckFailed(
-                f"record {i} has label {list(features[_LABEL].int64_list.value)}, expected "
-                f"[{label}] (labels[{i - 1}] belongs to paths[{i - 1}])"
-            )
-        stored = list(features[_FILENAME].bytes_list.value)
-        if stored != [name.encode()]:
-            hint = "store os.path.basename(path).encode()"
-            if stored and stored[0] == path.encode():
-                raise CheckFailed(
-                    f"record {i} stores the full path {path!r}: that ties the dataset to this "
-                    "machine's folders",
-                    hint,
-                )
-            raise CheckFailed(
-                f"record {i} has image/filename {stored!r}, expected [{name!r}]", hint
-            )
+        _check_packed_record(i, raw, path, label)
     returned = answer.get("returned")
     if returned != len(paths):
         raise CheckFailed(

@@ -455,28 +455,13 @@ def _dataset_call(func: Any, case: dict[str, Any]) -> Any:
     return {"batches": batches}
 
 
-def _dataset_verify(case: dict[str, Any], answer: Any) -> None:
+def _check_batch_boundaries(
+    case: dict[str, Any], batches: list[Any], want: list[Any], images: Any, labels: Any
+) -> None:
+    """Batches run across epochs, the last partial batch is dropped, and the count matches."""
     from helpers.legacy import expected_batches
 
-    if "not_dataset" in answer:
-        raise CheckFailed(f"to_dataset returned a {answer['not_dataset']}, not a tf.data.Dataset")
-    if "bad_element" in answer:
-        raise CheckFailed(
-            f"each element should be a pair (images, labels), got {answer['bad_element']}",
-            "map a function that returns (image, label)",
-        )
-    batches = answer["batches"]
-    images, labels = _contents(case["paths"])
-    want = expected_batches(
-        images, labels, batch_size=case["batch_size"], num_epochs=case["num_epochs"]
-    )
     bs = case["batch_size"]
-    if len(batches) > MAX_BATCHES:
-        raise CheckFailed(
-            f"your dataset was still going after {MAX_BATCHES} batches; the queue pipeline "
-            f"gives {len(want)}",
-            "repeat(num_epochs), not repeat(): the queue stopped after num_epochs",
-        )
     per_epoch = expected_batches(images, labels, batch_size=bs, num_epochs=1)
     batched_first = [y for _ in range(case["num_epochs"]) for _, y in per_epoch]
     got_labels = [np.asarray(y).astype(np.int64).tolist() for _, y in batches]
@@ -514,43 +499,71 @@ def _dataset_verify(case: dict[str, Any], answer: Any) -> None:
             "from the files, repeat(num_epochs), map(decode), batch(batch_size, "
             "drop_remainder=True)",
         )
+
+
+def _check_batch(i: int, x: Any, y: Any, wx: np.ndarray, wy: np.ndarray) -> None:
+    """Batch ``i``'s labels and images equal the queue pipeline's, with its dtypes and scaling."""
+    y = np.asarray(y)
+    if y.shape != wy.shape or not np.array_equal(y.astype(np.int64), wy):
+        raise CheckFailed(
+            f"batch {i} has labels {y.tolist()}, the queue pipeline's has {wy.tolist()}",
+            "no shuffling: the queue pipeline (shuffle=False, one thread) reads the files "
+            "in the order given, epoch after epoch",
+        )
+    if y.dtype != np.int32:
+        raise CheckFailed(
+            f"labels are {y.dtype}, the queue pipeline's are int32",
+            "tf.cast(label, tf.int32)",
+        )
+    x = np.asarray(x)
+    if x.shape != wx.shape:
+        raise CheckFailed(
+            f"batch {i} images have shape {x.shape}, expected {wx.shape} (batch, {_PIXELS} pixels)",
+            "tf.reshape(tf.io.decode_raw(image_raw, tf.uint8), [64])",
+        )
+    if x.dtype != np.float32:
+        raise CheckFailed(
+            f"images are {x.dtype}, expected float32 in [0, 1]",
+            "tf.cast(pixels, tf.float32) / 255.0",
+        )
+    if x.max(initial=0) > 1.5:
+        raise CheckFailed(
+            f"batch {i} pixels go up to {x.max():.0f}: they are not scaled to [0, 1]",
+            "divide by 255.0 after casting to float32",
+        )
+    if not np.allclose(x, wx, atol=1e-6):
+        raise CheckFailed(
+            f"batch {i} images differ from the queue pipeline's (largest difference "
+            f"{np.abs(x - wx).max():.3g})",
+            "decode with tf.io.decode_raw(features['image_raw'], tf.uint8), reshape to "
+            "[64], cast to float32 and divide by 255",
+        )
+
+
+def _dataset_verify(case: dict[str, Any], answer: Any) -> None:
+    from helpers.legacy import expected_batches
+
+    if "not_dataset" in answer:
+        raise CheckFailed(f"to_dataset returned a {answer['not_dataset']}, not a tf.data.Dataset")
+    if "bad_element" in answer:
+        raise CheckFailed(
+            f"each element should be a pair (images, labels), got {answer['bad_element']}",
+            "map a function that returns (image, label)",
+        )
+    batches = answer["batches"]
+    images, labels = _contents(case["paths"])
+    want = expected_batches(
+        images, labels, batch_size=case["batch_size"], num_epochs=case["num_epochs"]
+    )
+    if len(batches) > MAX_BATCHES:
+        raise CheckFailed(
+            f"your dataset was still going after {MAX_BATCHES} batches; the queue pipeline "
+            f"gives {len(want)}",
+            "repeat(num_epochs), not repeat(): the queue stopped after num_epochs",
+        )
+    _check_batch_boundaries(case, batches, want, images, labels)
     for i, ((x, y), (wx, wy)) in enumerate(zip(batches, want, strict=True), start=1):
-        y = np.asarray(y)
-        if y.shape != wy.shape or not np.array_equal(y.astype(np.int64), wy):
-            raise CheckFailed(
-                f"batch {i} has labels {y.tolist()}, the queue pipeline's has {wy.tolist()}",
-                "no shuffling: the queue pipeline (shuffle=False, one thread) reads the files "
-                "in the order given, epoch after epoch",
-            )
-        if y.dtype != np.int32:
-            raise CheckFailed(
-                f"labels are {y.dtype}, the queue pipeline's are int32",
-                "tf.cast(label, tf.int32)",
-            )
-        x = np.asarray(x)
-        if x.shape != wx.shape:
-            raise CheckFailed(
-                f"batch {i} images have shape {x.shape}, expected {wx.shape} "
-                f"(batch, {_PIXELS} pixels)",
-                "tf.reshape(tf.io.decode_raw(image_raw, tf.uint8), [64])",
-            )
-        if x.dtype != np.float32:
-            raise CheckFailed(
-                f"images are {x.dtype}, expected float32 in [0, 1]",
-                "tf.cast(pixels, tf.float32) / 255.0",
-            )
-        if x.max(initial=0) > 1.5:
-            raise CheckFailed(
-                f"batch {i} pixels go up to {x.max():.0f}: they are not scaled to [0, 1]",
-                "divide by 255.0 after casting to float32",
-            )
-        if not np.allclose(x, wx, atol=1e-6):
-            raise CheckFailed(
-                f"batch {i} images differ from the queue pipeline's (largest difference "
-                f"{np.abs(x - wx).max():.3g})",
-                "decode with tf.io.decode_raw(features['image_raw'], tf.uint8), reshape to "
-                "[64], cast to float32 and divide by 255",
-            )
+        _check_batch(i, x, y, wx, wy)
 
 
 register(
