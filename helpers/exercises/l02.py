@@ -424,7 +424,7 @@ register(
         verify=_tensor_verify,
         call=_tensor_call,
         encode=_encode_feature,
-        hint="tf.train.Feature(bytes_list=tf.train.BytesList("
-        "value=[tf.io.serialize_tensor(array).numpy()]))",
+        hint="serialize_tensor keeps the dtype and shape that a plain tobytes() loses; a "
+        "BytesList holds Python bytes, not a tensor (section 4 shows how to get them)",
     )
 )

@@ -320,8 +320,8 @@ register(
         make_cases=_digit_cases,
         verify=_digit_verify,
         call=_digit_call,
-        hint="example = tf.train.Example.FromString(serialized); read the int64 features "
-        "height/width/depth/label, then np.frombuffer(image_raw, np.uint8).reshape(h, w, d).",
+        hint="parse the bytes back into a tf.train.Example; the image's shape is stored in "
+        "its own int64 features, and raw pixels are uint8 (np.frombuffer needs the dtype).",
     )
 )
 
@@ -423,8 +423,8 @@ register(
         make_cases=_batch_cases,
         verify=_batch_verify,
         call=_batch_call,
-        hint="tf.io.parse_example(serialized, {'id': FixedLenFeature([], tf.int64), "
-        "'score': FixedLenFeature([], tf.float32, default_value=-1.0), "
-        "'tags': RaggedFeature(tf.string)})",
+        hint="one batched parse with a feature spec: a fixed-length feature for what every "
+        "record has, a default_value for what some records miss, a ragged feature for "
+        "lists of varying length.",
     )
 )
