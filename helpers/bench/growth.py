@@ -50,9 +50,11 @@ def bench_resume(bench: Bench) -> None:
     """Kill a conversion half way, rerun it; time against an uninterrupted run."""
     from helpers.bench.scale import measure_resume
 
-    n = bench.config.scale_images
-    bench.log(f"resume: {n} images, SIGKILL at about half the shards, then the same command")
-    result = measure_resume(n=n, shards=40, workers=1)
+    bench.log(
+        f"resume: the {len(bench.paths)} bench images, SIGKILL at about half the shards, "
+        "then the same command"
+    )
+    result = measure_resume(shards=40, workers=bench.cores, dataset=bench.images_dir)
     bench.add("resume_rerun", "s", result["rerun_s"])
     bench.add("resume_full", "s", result["full_s"])
     bench.extra["resume"] = result

@@ -19,6 +19,12 @@ SHORT_LABELS = {
     "pipeline_vs_generator": "TFRecord  vs  generator + PIL",
     "pipeline_memory": "peak memory  vs  computed buffers",
     "input_wait_share": "input-wait share, MobileNet training",
+    "scale_time_per_image": "time per image, 10N  vs  N images",
+    "scale_peak_rss": "converter peak RSS, 10N  vs  N images",
+    "scale_manifest_bytes": "manifest bytes, 10N  vs  N images",
+    "scale_startup": "make_dataset start-up, 10N  vs  N",
+    "resume_rerun": "rerun after SIGKILL  vs  a full run",
+    "beam_vs_local": "Beam DirectRunner  vs  local converter",
 }
 
 
@@ -28,8 +34,8 @@ def target_score(value: float | None, op: str, threshold: float) -> float | None
     ``value / threshold`` for ``>=`` / ``>`` targets, ``threshold / value`` for
     ``<=`` / ``<`` ones (so that for every figure, bigger is better).
     """
-    if value is None or not math.isfinite(value):
-        return None
+    if value is None or not math.isfinite(value) or threshold is None or op == "--":
+        return None  # not measured, or reported without a target
     if op.startswith(">"):
         return value / threshold
     return threshold / value if value > 0 else float("inf")

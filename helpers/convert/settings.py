@@ -101,6 +101,8 @@ def display_name(name: str) -> str:
     Returns:
       The display form; equal to ``name`` for ordinary names.
     """
+    if name.isprintable():  # the common case: no control characters, no undecodable bytes
+        return name
     text = os.fsencode(name).decode("utf-8", "backslashreplace")
     return "".join(f"\\x{ord(c):02x}" if ord(c) < 32 or ord(c) == 127 else c for c in text)
 
