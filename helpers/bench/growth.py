@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from helpers.bench.machine import drop_caches
 from helpers.bench.results import Figure, make_figure
 
 if TYPE_CHECKING:
@@ -50,11 +51,16 @@ def bench_resume(bench: Bench) -> None:
     """Kill a conversion half way, rerun it; time against an uninterrupted run."""
     from helpers.bench.scale import measure_resume
 
+    cold = bench.config.cold and drop_caches()
     bench.log(
         f"resume: the {len(bench.paths)} bench images, SIGKILL at about half the shards, "
-        "then the same command"
+        f"then the same command ({'cold' if cold else 'warm'} page cache)"
     )
-    result = measure_resume(shards=40, workers=bench.cores, dataset=bench.images_dir)
+    result = measure_resume(
+        shards=40, workers=bench.cores, dataset=bench.images_dir,
+        before_run=drop_caches if cold else None,
+    )  # fmt: skip
+    result["cold"] = cold
     bench.add("resume_rerun", "s", result["rerun_s"])
     bench.add("resume_full", "s", result["full_s"])
     bench.extra["resume"] = result
@@ -106,6 +112,7 @@ def growth_figures(bench: Bench) -> list[Figure]:
                 "an uninterrupted run",
                 m("resume_rerun"),
                 m("resume_full"),
+                f"{'cold' if extra.get('cold') else 'warm'} page cache; "
                 f"{extra['shards_done_at_kill']} of {extra['shards']} shards done at the kill; "
                 f"output {'byte-identical' if extra['identical'] else 'DIFFERENT'}",
             )
