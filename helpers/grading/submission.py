@@ -23,7 +23,7 @@ grader trusts is in the kernel's reach::
       conn/           connection files (read-only in the sandbox)
       sock/           the kernel's ZeroMQ sockets
       kernel/         the kernel's only writable folder: work/ (its cwd),
-                      home/, tmp/, inputs/ (a read-only copy of the cases),
+                      home/, tmp/, inputs/ (a copy of the cases: exercises write their outputs there),
                       answers/ (re-created by the grader before grading)
 """
 
@@ -286,7 +286,6 @@ def _runner(
             ws.kernel,
             ws.cwd,
             readable=[*readable, *interpreter_paths(job.kernel), ws.conn],
-            read_only=[ws.inputs],
             writable=[ws.sock],
         )
     env = {**job.kernel_env, **sandbox.kernel_env(ws.kernel, [str(p.parent) for p in readable])}
