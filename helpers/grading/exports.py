@@ -120,18 +120,19 @@ def gradescope_results(res: SubmissionGrade) -> dict[str, Any]:
     tests = []
     for n, ex in enumerate(res.exercises, start=1):
         output = ex.detail + (f"\nHint: {ex.hint}" if ex.hint and ex.status != "passed" else "")
-        tests.append(
-            {
-                "name": f"{ex.key}: {ex.title}",
-                "number": str(n),
-                "score": ex.score,
-                "max_score": ex.max_score,
-                "status": "passed" if ex.status == "passed" else "failed",
-                "output": output,
-                "output_format": "text",
-                "visibility": "visible",
-            }
-        )
+        test = {
+            "name": f"{ex.key}: {ex.title}",
+            "number": str(n),
+            "score": ex.score,
+            "max_score": ex.max_score,
+            "status": "passed" if ex.status == "passed" else "failed",
+            "output": output,
+            "output_format": "text",
+            "visibility": "visible",
+        }
+        if ex.status == "not_scored":  # 0 of 0: neither passed nor failed (status is optional)
+            del test["status"]
+        tests.append(test)
     return {
         "score": res.score,
         "execution_time": round(res.seconds),

@@ -111,7 +111,7 @@ def _md_text(text: str) -> str:
     return re.sub(r"([\\`*_{}\[\]()#+!|~])", r"\\\1", text)
 
 
-STATUS_MARK = {"passed": "✔"}
+STATUS_MARK = {"passed": "✔", "not_scored": "–"}  # anything else is a ✘
 
 
 def feedback_markdown(res: SubmissionGrade) -> str:

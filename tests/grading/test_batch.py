@@ -188,11 +188,12 @@ def real_lesson(request, tmp_path_factory, pool):
     solution_path = next((ROOT / "solutions").glob(f"{lesson}_*.ipynb"))
     solution = nbt.read(solution_path)
     exercises = submission.load_exercises(lesson)
+    scored = [ex for ex in exercises if not ex.self_reported]  # the others are not_scored
     root = tmp_path_factory.mktemp(f"lesson{lesson}")
     subs, out = root / "submissions", root / "out"
     put(subs, "solution", solution, name=solution_path.name)
     put(subs, "blank", nbt.make_lesson(solution), name=solution_path.name)
-    groups = _plant_groups(exercises)
+    groups = _plant_groups(scored)
     planted = {}
     for n, group in enumerate(groups):
         nb = solution
@@ -216,12 +217,22 @@ def real_lesson(request, tmp_path_factory, pool):
     return Graded(results, out, root), exercises, planted
 
 
+def _scored(exercises: list) -> set[str]:
+    return {ex.key for ex in exercises if not ex.self_reported}
+
+
 @pytest.mark.slow
 def test_real_lesson_solution_scores_full_marks(real_lesson):
     graded, exercises, _ = real_lesson
     res = graded["solution"]
-    failing = {e.key: e.detail for e in res.exercises if e.status != "passed"}
-    assert not failing and res.score == res.max_score == sum(e.points for e in exercises)
+    scored = _scored(exercises)
+    failing = {e.key: e.detail for e in res.exercises if e.key in scored and e.status != "passed"}
+    assert not failing
+    assert res.score == res.max_score == sum(e.points for e in exercises if e.key in scored)
+    for e in res.exercises:  # a check that counts behaviour in the kernel: shown, never scored
+        if e.key not in scored:
+            assert (e.status, e.max_score) == ("not_scored", 0)
+            assert e.detail.startswith("the notebook's check passed"), e.detail
 
 
 @pytest.mark.slow
@@ -235,16 +246,17 @@ def test_real_lesson_blank_copy_scores_zero(real_lesson):
 @pytest.mark.slow
 def test_real_lesson_planted_mistakes_score_partial_and_are_named(real_lesson):
     graded, exercises, planted = real_lesson
+    scored = _scored(exercises)
     for student, keys in planted.items():
         res = graded[student]
-        failing = {e.key for e in res.exercises if e.status != "passed"}
+        failing = {e.key for e in res.exercises if e.key in scored and e.status != "passed"}
         assert failing == keys, (student, {e.key: e.detail for e in res.exercises})
-        if len(exercises) > 1:
+        if len(scored) > 1:
             assert 0 < res.score < res.max_score
         md = (graded.output / "feedback" / f"{student}.md").read_text().replace("\\", "")
         for key in keys:
             assert re.search(rf"## ✘ {re.escape(key)}", md), key
-        for key in {e.key for e in exercises} - keys:
+        for key in scored - keys:
             assert re.search(rf"## ✔ {re.escape(key)}", md), key
 
 
