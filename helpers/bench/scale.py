@@ -138,6 +138,7 @@ def measure_scale(
     shards: int = 16,
     workers: int = 2,
     workdir: str | os.PathLike | None = None,
+    startup_runs: int = 3,
 ) -> dict[str, Any]:
     """Convert ``n`` and ``factor * n`` synthetic images into ``shards`` shards each.
 
@@ -149,6 +150,7 @@ def measure_scale(
       workers: converter worker processes.
       workdir: where to put the images and shards (default: a temporary folder,
         removed afterwards).
+      startup_runs: fresh processes timing ``make_dataset``'s start-up (median taken).
 
     Returns:
       ``{"n": ..., "runs": {N: {...}, 10N: {...}}, "ratios": {...}}``: per run the
@@ -173,7 +175,7 @@ def measure_scale(
                 "shards": manifest["num_shards"],
                 "s_per_image": run["seconds"] / count,
                 "manifest_bytes": os.path.getsize(os.path.join(output, "manifest.json")),
-                "make_dataset": _median_start_up(output),
+                "make_dataset": _median_start_up(output, startup_runs),
             }
             runs[count] = run
             shutil.rmtree(dataset)

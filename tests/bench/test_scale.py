@@ -17,7 +17,9 @@ def test_make_images_writes_class_folders(tmp_path):
 
 @pytest.mark.slow
 def test_measure_scale_at_a_tiny_size(tmp_path):
-    result = scale_probe.measure_scale(n=60, factor=3, shards=4, workers=1, workdir=tmp_path)
+    result = scale_probe.measure_scale(
+        n=60, factor=3, shards=4, workers=1, workdir=tmp_path, startup_runs=1
+    )
     small, large = result["runs"][60], result["runs"][180]
     assert small["images"] == 60 and large["images"] == 180
     assert 4 <= small["shards"] <= 5 and 4 <= large["shards"] <= 5  # greedy packing: ~4
