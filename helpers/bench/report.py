@@ -71,13 +71,16 @@ def plot_results(results: dict[str, Any], path: str | os.PathLike) -> str:
             shown = f"{value:.1%}"
         else:
             shown = f"{value:.2f}x"
-        texts.append(f"{shown}  (target {f['target']})")
+        texts.append(
+            f"{shown}  (target {f['target']})" if f["op"] != "--" else f"{shown}  (no target)"
+        )
         colors.append({True: "tab:green", False: "tab:red"}.get(f.get("met"), "tab:gray"))
     ys = list(range(len(labels)))[::-1]
     ax.barh(ys, scores, color=colors, height=0.6)
     ax.axvline(1.0, color="black", lw=1.5)
     for y, score, text in zip(ys, scores, texts, strict=True):
-        ax.text(max(score, 1e-3) * 1.05, y, text, va="center", fontsize=8)
+        # a figure without a target (or not measured) has no bar: its text starts at the line
+        ax.text(score * 1.05 if score > 0 else 1.05, y, text, va="center", fontsize=8)
     ax.set_yticks(ys)
     ax.set_yticklabels(labels, fontsize=8)
     ax.set_xscale("log")
