@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 from tensorflow.core.example import example_pb2, feature_pb2
 
+from helpers.image_keys import IMAGE_KEYS
+
 Example = example_pb2.Example
 Feature = feature_pb2.Feature
 
@@ -387,20 +389,8 @@ def infer_spec(records: Iterable[bytes | Example], as_tf: bool = True) -> dict[s
     return tf_spec
 
 
-# ---------------------------------------------------------------------------
-# The image record schema shared by helpers.convert (writer) and
-# helpers.pipeline (reader). Keys follow the ImageNet conversion scripts.
-# ---------------------------------------------------------------------------
-
-IMAGE_KEYS = {
-    "encoded": "image/encoded",  # bytes: the image file's bytes, as stored on disk
-    "format": "image/format",  # bytes: b"jpeg" or b"png" (detected from content)
-    "label": "image/class/label",  # int64 in [0, num_classes)
-    "text": "image/class/text",  # bytes: the class folder name
-    "filename": "image/filename",  # bytes: path relative to the dataset root (UTF-8)
-    "height": "image/height",  # int64
-    "width": "image/width",  # int64
-}
+# The image record schema shared by helpers.convert (writer) and helpers.pipeline
+# (reader): IMAGE_KEYS, defined in helpers.image_keys and imported above.
 
 
 def image_example(

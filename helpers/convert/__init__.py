@@ -31,7 +31,7 @@ from helpers.convert.finish import build_manifest, write_manifest
 from helpers.convert.planning import Plan, ShardTask, plan
 from helpers.convert.probe import IMAGE_EXTENSIONS
 from helpers.convert.run import convert
-from helpers.convert.scanning import JUNK_DIRS, FileRecord, ScanResult, scan
+from helpers.convert.scanning import JUNK_DIRS, ScanResult, scan
 from helpers.convert.settings import (
     DEFAULT_MAX_PIXELS,
     DEFAULT_SEED,
@@ -45,6 +45,7 @@ from helpers.convert.settings import (
     shard_name,
 )
 from helpers.convert.shards import ShardResult, write_shard
+from helpers.convert.table import FileRecord, FileTable
 from helpers.manifest import FORMAT_VERSION, MANIFEST_NAME
 from helpers.util import parse_size
 
@@ -61,6 +62,7 @@ __all__ = [
     "PNG_COMPRESS_LEVEL",
     "ConvertError",
     "FileRecord",
+    "FileTable",
     "Plan",
     "ScanResult",
     "Settings",

@@ -46,7 +46,13 @@ from helpers.convert.output import (
 )
 from helpers.convert.planning import Plan, plan
 from helpers.convert.resume import Journal
-from helpers.convert.scanning import Listing, probe_batch, read_listing, sort_outcomes
+from helpers.convert.scanning import (
+    Listing,
+    ProbeOutcomes,
+    probe_batch,
+    read_listing,
+    sort_outcomes,
+)
 from helpers.convert.settings import (
     DEFAULT_MAX_PIXELS,
     DEFAULT_SEED,
@@ -114,8 +120,10 @@ def _probe(start_batch: tuple[int, list[Any]], max_pixels: int, driver_pid: int)
 
 
 def _plan(probed: list[tuple], listing: Listing, dataset: str, settings: Settings) -> Plan:
-    statuses = [status for _, batch in sorted(probed, key=lambda sb: sb[0]) for status in batch]
-    return plan(sort_outcomes(dataset, listing, statuses, settings.max_pixels), settings)
+    outcomes = ProbeOutcomes(len(listing.entries))
+    for start, batch in probed:
+        outcomes.put(start, batch)
+    return plan(sort_outcomes(dataset, listing, outcomes, settings.max_pixels), settings)
 
 
 def _prepare(the_plan: Plan, output: str, overwrite: bool) -> tuple[Plan, dict]:

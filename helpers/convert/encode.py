@@ -22,7 +22,7 @@ from helpers.convert.settings import JPEG_QUALITY, PNG_COMPRESS_LEVEL
 from helpers.records import load_features as _load
 
 if TYPE_CHECKING:
-    from helpers.convert.scanning import FileRecord
+    from helpers.convert.table import FileRecord
 
 __all__ = ["LIGHT", "encode_file", "load_features", "record_bytes"]
 

@@ -11,10 +11,10 @@ import contextlib
 import os
 from collections.abc import Iterable
 
-from helpers.convert.encode import load_features
 from helpers.convert.planning import Plan
 from helpers.convert.settings import LABELS_NAME, ConvertError, display_name
 from helpers.convert.shards import ShardResult
+from helpers.image_keys import IMAGE_KEYS
 from helpers.manifest import MANIFEST_NAME, Manifest, ShardEntry, write_manifest_file
 from helpers.util import atomic_write
 
@@ -65,7 +65,7 @@ def build_manifest(plan: Plan, results: Iterable[ShardResult]) -> Manifest:
         dataset_path=display_name(os.path.realpath(scan.dataset_path)),
         classes=list(scan.classes),
         settings=plan.settings.as_manifest(),
-        features=dict(load_features().IMAGE_KEYS),
+        features=dict(IMAGE_KEYS),
         shards=entries,
         skipped=sorted(scan.skipped + [s for r in shards for s in r.skipped], key=_path),
         converted=[c for r in shards for c in r.converted],

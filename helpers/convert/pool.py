@@ -14,13 +14,15 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from helpers.convert import encode
 from helpers.convert.settings import ConvertError
 
 __all__ = ["Runner"]
+
+_IN_FLIGHT = 4  # tasks queued per worker
 
 
 def _init_worker(pids: Any) -> None:
@@ -29,6 +31,10 @@ def _init_worker(pids: Any) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     encode.LIGHT = True
     encode.load_features()
+
+
+def _ready() -> None:
+    """A no-op task: submitting one per worker starts the workers straight away."""
 
 
 class Runner:
@@ -54,9 +60,11 @@ class Runner:
                 initializer=_init_worker,
                 initargs=(self._pids,),
             )
+            for _ in range(workers):  # start every worker now: they load while we list and plan
+                self._pool.submit(_ready)
 
     def run(
-        self, fn: Callable[..., Any], tasks: list[Any], *args: Any
+        self, fn: Callable[..., Any], tasks: Iterable[Any], *args: Any
     ) -> Iterator[tuple[int, Any]]:
         """Yield ``(task index, fn(task, *args))`` as tasks complete (any order with workers).
 
@@ -67,13 +75,28 @@ class Runner:
             for i, task in enumerate(tasks):
                 yield i, fn(task, *args)
             return
-        from concurrent.futures import as_completed
+        from concurrent.futures import FIRST_COMPLETED, wait
         from concurrent.futures.process import BrokenProcessPool
 
-        futures = {self._pool.submit(fn, task, *args): i for i, task in enumerate(tasks)}
+        numbered = enumerate(tasks)
+        futures: dict[Any, int] = {}
+
+        def submit_next() -> None:
+            for i, task in numbered:
+                futures[self._pool.submit(fn, task, *args)] = i
+                return
+
         try:
-            for future in as_completed(futures):
-                yield futures[future], future.result()
+            # a few tasks per worker in flight, not all: queued tasks and their results
+            # would otherwise all sit in memory (1,024 shards of ImageNet, say)
+            for _ in range(self.workers * _IN_FLIGHT):
+                submit_next()
+            while futures:
+                done, _ = wait(futures, return_when=FIRST_COMPLETED)
+                for future in done:
+                    index = futures.pop(future)
+                    submit_next()
+                    yield index, future.result()
         except BrokenProcessPool:
             raise ConvertError(
                 "a worker process died (killed, or out of memory?); rerun with fewer --workers"

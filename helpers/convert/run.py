@@ -91,6 +91,7 @@ def convert(
     try:
         scanned = _resumable_scan(output, overwrite, dataset, listing, max_pixels)
         scanned = scanned or probe_files(dataset, listing, max_pixels, runner, progress)
+        del listing  # the scan holds what is still needed, in fewer bytes
         the_plan = plan(scanned, settings)
         created, done = prepare_output(output, the_plan, overwrite, log)
         kept = len(done)

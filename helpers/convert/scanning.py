@@ -1,7 +1,8 @@
 """Phase 1, scan: list the class folders (one ``os.scandir`` per folder, never glob) and
 probe every candidate file's header, in worker processes when there are many.
 
-The result is plain, picklable data (:class:`ScanResult` of :class:`FileRecord`), so
+The result is plain, picklable data (a :class:`ScanResult` whose files are a
+:class:`~helpers.convert.table.FileTable`), so
 another engine can run :func:`scan` once and hand it to :func:`helpers.convert.plan`.
 """
 
@@ -10,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,13 +24,16 @@ from helpers.convert.settings import (
     display_name,
     is_utf8,
 )
+from helpers.convert.table import FileRecord, FileTable
 from helpers.util import progress_bar
 
 __all__ = [
     "IMAGE_EXTENSIONS",
     "JUNK_DIRS",
     "FileRecord",
+    "FileTable",
     "Listing",
+    "ProbeOutcomes",
     "ScanResult",
     "list_dataset",
     "listing_fingerprint",
@@ -41,45 +47,46 @@ __all__ = [
 JUNK_DIRS = frozenset({"__MACOSX", "__pycache__", "@eaDir", "lost+found"})
 
 
-@dataclass(slots=True)
-class _Entry:
-    path: str  # absolute path (may hold surrogate-escaped bytes)
-    rel: str  # "class/file" relative to the dataset root
-    label: int
-    ext: str  # lower-case extension, used only to tell "bad image" from "not an image"
-
-
 @dataclass
 class Listing:
-    """The dataset folder as listed (nothing opened yet)."""
+    """The dataset folder as listed (nothing opened yet): ``entries`` has sizes of 0."""
 
-    classes: list[str] = field(default_factory=list)  # folder names, sorted by bytes
-    entries: list[_Entry] = field(default_factory=list)
+    classes: list[str]  # folder names, sorted by bytes
+    entries: FileTable
     ignored: list[dict[str, str]] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True)
-class FileRecord:
-    """One usable image, as probed: the unit the plan orders and shards.
+class ProbeOutcomes:
+    """What the probe found for each listed file, as columns (8 + 8 bytes per file).
 
-    Attributes:
-      path: absolute path (may hold surrogate-escaped bytes of a non-UTF-8 name).
-      rel: ``class/file`` relative to the dataset folder (``image/filename``).
-      label: the class index.
-      class_text: the class name as shown (``image/class/text``).
-      ext: lower-case extension (only tells "bad image" from "not an image").
-      size: bytes on disk when probed (the plan's shard sizes use it).
-      mtime_ns: modification time when probed (only for the resume fingerprint).
+    ``sizes[i]`` and ``mtimes[i]`` are file ``i``'s size and modification time when
+    probed; ``refused[i]`` is ``("skip" | "ignore", reason)`` for the few it refused.
     """
 
-    path: str
-    rel: str
-    label: int
-    class_text: str
-    ext: str
-    size: int
-    mtime_ns: int = 0
+    def __init__(self, n: int):
+        self.sizes = array("q", bytes(8 * n))
+        self.mtimes = array("q", bytes(8 * n))
+        self.refused: dict[int, tuple[str, str]] = {}
+
+    def put(self, start: int, results: Iterable[tuple[str, Any, int, int]]) -> None:
+        """Store :func:`probe_batch`'s results for the files from ``start`` on."""
+        for i, (status, reason, size, mtime) in enumerate(results, start):
+            self.sizes[i], self.mtimes[i] = size, mtime
+            if status != "ok":
+                self.refused[i] = (status, reason)
+
+    @classmethod
+    def of(cls, statuses: ProbeOutcomes | Sequence[tuple[str, Any, int, int]]) -> ProbeOutcomes:
+        """``statuses`` as outcomes (a list of ``probe_batch`` results in listing order)."""
+        if isinstance(statuses, ProbeOutcomes):
+            return statuses
+        outcomes = cls(len(statuses))
+        outcomes.put(0, statuses)
+        return outcomes
+
+    def __len__(self) -> int:
+        return len(self.sizes)
 
 
 @dataclass
@@ -88,7 +95,7 @@ class ScanResult:
 
     dataset_path: str
     classes: list[str]  # display names; label = index
-    files: list[FileRecord]
+    files: FileTable  # usable images only, in listing order, with their sizes
     skipped: list[dict[str, str]]
     ignored: list[dict[str, str]]
     non_utf8_names: list[str]
@@ -105,7 +112,7 @@ def _sort_key(entry: os.DirEntry) -> bytes:
 
 def list_dataset(dataset: str) -> Listing:
     """List classes and candidate files (one ``os.scandir`` per folder, never glob)."""
-    scan = Listing()
+    scan = Listing([], FileTable.empty(dataset))
     with os.scandir(dataset) as it:
         top = sorted(it, key=_sort_key)
     for entry in top:
@@ -125,6 +132,7 @@ def list_dataset(dataset: str) -> Listing:
             scan.ignored.append(
                 {"path": display_name(rel), "reason": "file outside a class folder"}
             )
+    scan.entries = FileTable.empty(dataset, (display_name(c) for c in scan.classes))
     for label, cls in enumerate(scan.classes):
         folder = os.path.join(dataset, cls)
         try:
@@ -163,12 +171,11 @@ def list_dataset(dataset: str) -> Listing:
             elif not entry.is_file(follow_symlinks=False):
                 scan.ignored.append({"path": shown, "reason": "not a regular file"})
                 continue
-            ext = os.path.splitext(entry.name)[1].lower()
-            scan.entries.append(_Entry(entry.path, rel, label, ext))
+            scan.entries.append(rel, label)
     return scan
 
 
-def _probe_entry(entry: _Entry, max_pixels: int) -> tuple[str, Any, int, int]:
+def _probe_entry(entry: FileRecord, max_pixels: int) -> tuple[str, Any, int, int]:
     """Probe one file on disk.
 
     Returns:
@@ -190,8 +197,9 @@ def _probe_entry(entry: _Entry, max_pixels: int) -> tuple[str, Any, int, int]:
         return "skip", f"cannot read ({err.strerror or err})", size, mtime
 
 
-def probe_batch(entries: list[_Entry], max_pixels: int) -> list[tuple[str, Any, int, int]]:
-    """Probe a batch of listed files (one task for a worker process or another engine)."""
+def probe_batch(entries: Iterable[FileRecord], max_pixels: int) -> list[tuple[str, Any, int, int]]:
+    """Probe a batch of listed files (a slice of ``Listing.entries``: one task for a worker
+    process or another engine)."""
     return [_probe_entry(entry, max_pixels) for entry in entries]
 
 
@@ -220,48 +228,59 @@ def probe_files(
       ConvertError: no usable image at all.
     """
     n_files = len(listing.entries)
-    statuses: list[Any] = [None] * n_files
+    outcomes = ProbeOutcomes(n_files)
     batch = max(1, min(256, n_files // (runner.workers * 4) or 1))
-    batches = [listing.entries[i : i + batch] for i in range(0, n_files, batch)]
+    starts = range(0, n_files, batch)
+    batches = (listing.entries[i : i + batch] for i in starts)
     with progress_bar(n_files, "scan", enabled=progress, unit="img") as bar:
         for index, results in runner.run(probe_batch, batches, max_pixels):
-            statuses[index * batch : index * batch + len(results)] = results
+            outcomes.put(starts[index], results)
             bar.update(len(results))
-    return sort_outcomes(dataset, listing, statuses, max_pixels)
+    return sort_outcomes(dataset, listing, outcomes, max_pixels)
 
 
-def listing_fingerprint(listing: Listing, stats: list[tuple[int, int]], max_pixels: int) -> str:
+def listing_fingerprint(listing: Listing, outcomes: ProbeOutcomes, max_pixels: int) -> str:
     """sha256 over the classes, every listed file's path bytes, size and mtime, and the limit."""
     digest = hashlib.sha256(f"{max_pixels}\n".encode())
     for name in listing.classes:
         digest.update(b"class " + os.fsencode(name) + b"\n")
-    for entry, (size, mtime) in zip(listing.entries, stats, strict=True):
-        digest.update(os.fsencode(entry.rel) + f"\0{size}\0{mtime}\n".encode())
+    for rel, size, mtime in zip(listing.entries.rels, outcomes.sizes, outcomes.mtimes, strict=True):
+        digest.update(os.fsencode(rel) + f"\0{size}\0{mtime}\n".encode())
     return digest.hexdigest()
 
 
 def sort_outcomes(
-    dataset: str, listing: Listing, statuses: list[tuple[str, Any, int, int]], max_pixels: int
+    dataset: str,
+    listing: Listing,
+    statuses: ProbeOutcomes | Sequence[tuple[str, Any, int, int]],
+    max_pixels: int,
 ) -> ScanResult:
     """Turn per-entry probe outcomes into the :class:`ScanResult` (usable, skipped, ignored).
+
+    Args:
+      statuses: :class:`ProbeOutcomes`, or every ``probe_batch`` result in listing order.
 
     Raises:
       ConvertError: no usable image at all.
     """
-    class_texts = [display_name(c) for c in listing.classes]
-    files, skipped, ignored, outcomes = [], list(listing.skipped), list(listing.ignored), []
-    for i, (entry, (status, info, size, mtime)) in enumerate(
-        zip(listing.entries, statuses, strict=True)
-    ):
-        if status == "ok":
-            text = class_texts[entry.label]
-            files.append(
-                FileRecord(entry.path, entry.rel, entry.label, text, entry.ext, size, mtime)
-            )
-        else:
-            target = skipped if status == "skip" else ignored
-            target.append({"path": display_name(entry.rel), "reason": info})
-            outcomes.append([i, status, info])
+    outcomes = ProbeOutcomes.of(statuses)
+    entries = listing.entries
+    skipped, ignored = list(listing.skipped), list(listing.ignored)
+    for i, (status, reason) in sorted(outcomes.refused.items()):
+        target = skipped if status == "skip" else ignored
+        target.append({"path": display_name(entries.rels[i]), "reason": reason})
+    refused = outcomes.refused
+
+    def usable() -> Iterator[int]:  # a generator, not a list: no object per file
+        return (i for i in range(len(entries)) if i not in refused)
+
+    files = FileTable(
+        dataset,
+        entries.class_texts,
+        entries.rels.take(usable()),
+        array("i", (entries.labels[i] for i in usable())),
+        array("q", (outcomes.sizes[i] for i in usable())),
+    )
     if not files:
         raise ConvertError(
             f"no usable images in the {len(listing.classes)} class folder(s) of "
@@ -269,13 +288,18 @@ def sort_outcomes(
             "ignored); put image files directly inside the class folders"
         )
     non_utf8 = sorted(
-        {display_name(e.rel) for e in listing.entries if not is_utf8(e.rel)}
+        {display_name(rel) for rel in entries.rels if not is_utf8(rel)}
         | {display_name(c) for c in listing.classes if not is_utf8(c)}
     )
-    stats = [(size, mtime) for _, _, size, mtime in statuses]
-    fingerprint = listing_fingerprint(listing, stats, max_pixels)
     return ScanResult(
-        dataset, class_texts, files, skipped, ignored, non_utf8, fingerprint, outcomes
+        dataset,
+        list(files.class_texts),
+        files,
+        skipped,
+        ignored,
+        non_utf8,
+        listing_fingerprint(listing, outcomes, max_pixels),
+        [[i, status, reason] for i, (status, reason) in sorted(outcomes.refused.items())],
     )
 
 

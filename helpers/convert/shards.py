@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from helpers.convert.encode import encode_file, load_features, record_bytes
 from helpers.convert.planning import ShardTask
 from helpers.convert.probe import Skip
+from helpers.convert.readahead import read_ahead
 from helpers.convert.settings import display_name
 from helpers.records import frame_record, index_name
 from helpers.util import atomic_open, atomic_write
@@ -65,7 +66,7 @@ def write_shard(task: ShardTask, output_dir: str | os.PathLike) -> ShardResult:
     index_path = os.path.join(output, result.index_name)
     try:
         with atomic_open(os.path.join(output, task.name), "wb") as f:
-            for item in task.files:
+            for item in read_ahead(task.files):
                 try:
                     payload, found = encode_file(item.path, item.ext, task.max_pixels)
                 except Skip as s:
