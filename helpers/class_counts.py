@@ -87,6 +87,25 @@ class ShardClassCounts:
         sums = [sum(column) for column in zip(*self.rows.values(), strict=True)]
         return dict(zip(self.classes, sums or [0] * len(self.classes), strict=True))
 
+    def mismatch(
+        self, classes: Sequence[str], records: Mapping[str, int], totals: Mapping[str, int]
+    ) -> str | None:
+        """How these counts disagree with a manifest's classes, shard records and totals, or None."""
+        if list(self.classes) != list(classes):
+            return f"its {len(self.classes)} classes differ from the manifest's {len(classes)}"
+        if set(self.rows) != set(records):
+            odd = sorted(set(self.rows) ^ set(records))
+            return f"its shards differ from the manifest's (e.g. {odd[0]})"
+        for file, n in records.items():
+            if sum(self.rows[file]) != n:
+                return (
+                    f"{file} has {sum(self.rows[file])} records counted by class, "
+                    f"the manifest says {n}"
+                )
+        if self._totals != dict(totals):
+            return "its totals differ from the manifest's class_counts"
+        return None
+
     @cached_property
     def data(self) -> bytes:
         """The file's exact bytes (UTF-8, fixed layout: reproducible)."""

@@ -415,31 +415,11 @@ def _read_sidecar(manifest: Manifest) -> ShardClassCounts:
         counts = ShardClassCounts.parse(data)
     except ValueError as err:
         raise ManifestError(f"{path}: {err}; {redo}") from None
-    problem = _sidecar_mismatch(manifest, counts)
+    records = {s.file: s.records for s in manifest.shards}
+    problem = counts.mismatch(manifest.classes, records, manifest.stored_class_counts or {})
     if problem:
         raise ManifestError(f"{path}: {problem}; {redo}")
     return counts
-
-
-def _sidecar_mismatch(manifest: Manifest, counts: ShardClassCounts) -> str | None:
-    """How a sidecar disagrees with its manifest, or None."""
-    if list(counts.classes) != list(manifest.classes):
-        return (
-            f"its {len(counts.classes)} classes differ from the manifest's {manifest.num_classes}"
-        )
-    files = [s.file for s in manifest.shards]
-    if set(counts.rows) != set(files):
-        odd = sorted(set(counts.rows) ^ set(files))
-        return f"its shards differ from the manifest's (e.g. {odd[0]})"
-    for shard in manifest.shards:
-        if sum(counts.rows[shard.file]) != shard.records:
-            return (
-                f"{shard.file} has {sum(counts.rows[shard.file])} records counted by class, "
-                f"the manifest says {shard.records}"
-            )
-    if counts.totals() != manifest.stored_class_counts:
-        return "its totals differ from the manifest's class_counts"
-    return None
 
 
 def read_manifest(path: str | os.PathLike) -> Manifest:

@@ -57,3 +57,16 @@ def test_a_class_outside_the_list_is_refused():
 def test_parse_refuses_other_layouts(data, message):
     with pytest.raises(ValueError, match=message):
         ShardClassCounts.parse(data)
+
+
+def test_mismatch_names_what_disagrees_with_the_manifest():
+    counts = ShardClassCounts.from_shards(CLASSES, PER_SHARD)
+    records = {"train-00000-of-00002.tfrecord": 3, "train-00001-of-00002.tfrecord": 0}
+    totals = {"cat": 1, "chat noir": 0, "猫": 2}
+    assert counts.mismatch(CLASSES, records, totals) is None
+    assert "classes differ" in counts.mismatch(CLASSES[:2], records, totals)
+    assert "e.g. x.tfrecord" in counts.mismatch(CLASSES, {**records, "x.tfrecord": 1}, totals)
+    assert "3 records counted by class, the manifest says 4" in counts.mismatch(
+        CLASSES, {**records, "train-00000-of-00002.tfrecord": 4}, totals
+    )
+    assert "totals differ" in counts.mismatch(CLASSES, records, {**totals, "cat": 2})
