@@ -93,7 +93,10 @@ def _parser() -> argparse.ArgumentParser:
         description="Check, describe, count and index TFRecord shards (no TensorFlow needed).",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    v = sub.add_parser("verify", help="check every CRC (and the manifest's counts/checksums)")
+    v = sub.add_parser(
+        "verify",
+        help="check every CRC (and the manifest's counts/checksums, and its class_counts.json)",
+    )
     v.add_argument("paths", nargs="+", help="shard files or a converter output directory")
     v.add_argument("--manifest", help="manifest.json (default: the one in a given directory)")
     v.add_argument(
@@ -135,13 +138,15 @@ def _verify(args: argparse.Namespace) -> int:
         print("error: no shards found in " + " ".join(args.paths), file=sys.stderr)
         return 2
     bad = [r for r in reports if not r.ok]
+    shards = [r for r in reports if r.kind == "shard"]
     for r in reports:
         status = "ok " if r.ok else "BAD"
-        print(f"{status} {r.path}: {r.records} records, {r.bytes} bytes")
+        facts = f"{r.records} records, {r.bytes} bytes" if r.kind == "shard" else r.kind
+        print(f"{status} {r.path}: {facts}")
         for e in r.errors:
             print(f"    {e}")
-    total = sum(r.records for r in reports)
-    print(f"{len(reports)} shards, {total} records, {len(bad)} with problems")
+    total = sum(r.records for r in shards)
+    print(f"{len(shards)} shards, {total} records, {len(bad)} with problems")
     return 1 if bad else 0
 
 

@@ -1,7 +1,7 @@
 """Small utilities shared by the converter, the pipeline, the benchmarks and the grader.
 
-One definition each: a byte-size parser, an atomic file write, a file digest, the
-number of usable cores and a progress bar. Nothing here imports TensorFlow.
+One definition each: a byte-size parser, an atomic file write, a folder sync, a file
+digest, the number of usable cores and a progress bar. Nothing here imports TensorFlow.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import IO, Any
 __all__ = [
     "atomic_open",
     "atomic_write",
+    "fsync_dir",
     "parse_size",
     "progress_bar",
     "sha256_file",
@@ -94,6 +95,16 @@ def atomic_write(path: str | os.PathLike, data: str | bytes) -> None:
     """Write ``data`` (text or bytes) to ``path`` atomically (see :func:`atomic_open`)."""
     with atomic_open(path, "wb" if isinstance(data, bytes) else "w") as f:
         f.write(data)
+
+
+def fsync_dir(path: str | os.PathLike) -> None:
+    """Flush a folder's entries (renames into it) to disk; a no-op where that is not possible."""
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def sha256_file(path: str | os.PathLike) -> str:

@@ -2,7 +2,9 @@
 
 ``python -m helpers.records verify DIR`` runs :func:`verify_paths`. A damaged record
 is named by file, record index and byte offset; a git-LFS pointer file where a
-shard should be is named as such. ``docs/converter.md`` says what each check catches.
+shard should be is named as such; a missing or changed ``class_counts.json`` (the
+per-shard class counts of format version 3) is named with what to do.
+``docs/converter.md`` says what each check catches.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from helpers.manifest import MANIFEST_NAME, Manifest, read_manifest
+from helpers.manifest import MANIFEST_NAME, Manifest, ManifestError, read_manifest
 from helpers.record_index import read_index
 from helpers.records import (
     LFS_POINTER_PREFIX,
@@ -36,6 +38,7 @@ class ShardReport:
     records: int = 0
     bytes: int = 0
     errors: list[str] = field(default_factory=list)
+    kind: str = "shard"  # or "class counts": the manifest's class_counts.json (version 3)
 
     @property
     def ok(self) -> bool:
@@ -143,7 +146,8 @@ def verify_paths(
       compression: ``None`` or ``"GZIP"``.
 
     Returns:
-      One report per shard (plus pseudo-reports for missing / stray shards).
+      One report per shard (plus pseudo-reports for missing / stray shards, and
+      for a class-counts file that is missing, changed or does not match the manifest).
     """
     files: list[Path] = []
     manifest_data: Manifest | None = None
@@ -179,4 +183,18 @@ def verify_paths(
                         errors=[f"{base / name}: listed in the manifest but missing"],
                     )
                 )
+        reports += _check_class_counts(manifest_data)
     return reports
+
+
+def _check_class_counts(manifest: Manifest) -> list[ShardReport]:
+    """Version 3: the sidecar against the sha256, classes and counts the manifest records."""
+    if manifest.format_version < 3 or manifest.location is None:
+        return []  # versions 1 and 2 hold the counts inline, checked with the manifest
+    try:
+        manifest.shard_class_counts()
+    except ManifestError as err:
+        path = os.path.join(manifest.location, manifest.class_counts_file)
+        size = os.path.getsize(path) if os.path.isfile(path) else 0
+        return [ShardReport(path, bytes=size, errors=[str(err)], kind="class counts")]
+    return []

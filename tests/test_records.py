@@ -243,6 +243,26 @@ def test_gzip_shard_read_as_uncompressed(shards):
         list(tf.data.TFRecordDataset(str(shard)))
 
 
+@pytest.mark.parametrize(
+    ("damage", "problem"),
+    [
+        (lambda p: p.write_bytes(p.read_bytes().replace(b"[5]", b"[4]")), "sha256 differs"),
+        (lambda p: p.unlink(), "missing"),
+    ],
+    ids=["tampered", "missing"],
+)
+def test_class_counts_sidecar_is_checked_against_the_manifest(shards, damage, problem):
+    sidecar = shards / M.CLASS_COUNTS_NAME
+    damage(sidecar)
+    (report,) = [r for r in R.verify_paths([str(shards)]) if not r.ok]
+    assert report.path == str(sidecar) and report.kind == "class counts"
+    assert any(problem in e and "rerun the converter" in e for e in report.errors)
+    proc = verify_cli(shards)
+    assert proc.returncode == 1
+    assert f"BAD {sidecar}: class counts\n    {sidecar}: {problem}" in proc.stdout
+    assert "2 shards, 10 records, 1 with problems" in proc.stdout
+
+
 def test_verify_cli_usage_errors(tmp_path):
     proc = verify_cli(tmp_path)
     assert proc.returncode == 2 and "no shards found" in proc.stderr

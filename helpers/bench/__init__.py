@@ -25,6 +25,8 @@ TFRecord pipeline                       a Python generator decoding with PIL
 pipeline peak memory (default knobs)    one shuffle buffer of serialized records +
                                         decoded batches in flight (computed)
 input-wait share, MobileNet training    -- (target < 5 %)
+manifest.json size, 1,024 shards x      the same manifest with per-shard class counts
+1,000 classes (target < 1 MB)           inline (format version 2)
 ======================================  ===============================================
 
 plus converter and reader throughput for 1 .. all cores, in images/s and MB/s.
@@ -56,6 +58,9 @@ How each figure is taken:
   peak RSS minus the RSS after TensorFlow has warmed up.
 * *Input wait* trains the small MobileNet of lesson 06 in a subprocess with
   :func:`helpers.train.measure_input_wait` over a few windows of steps.
+* *Manifest size* writes the finish phase's files for synthetic shard results of
+  an ImageNet-shaped conversion (:mod:`helpers.bench.manifest_size`, about a
+  second, no image involved) and measures ``manifest.json``.
 
 Nothing here is a test: the figures are ratios against baselines taken in the
 same run, and a missed target is reported, not raised.
@@ -64,7 +69,9 @@ One module per job: ``settings`` (sizes, targets), ``stats`` (medians, ratios),
 ``results`` (measurements, figures, results.json), ``machine``, ``images`` (the
 synthetic set), ``baselines`` (plain copy, single-threaded converter),
 ``children`` (child processes, profiling), ``probes`` (memory, input wait),
-``run`` (:class:`Bench`), ``notes``, ``report`` (chart, markdown), ``cli``.
+``growth`` (scale, manifest size, resume, Beam sections), ``scale``,
+``manifest_size``, ``beam``, ``run`` (:class:`Bench`), ``notes``, ``report``
+(chart, markdown), ``cli``.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from dataclasses import asdict
 from typing import Any
 
 from helpers.bench.baselines import seed_style_convert
-from helpers.bench.growth import bench_beam, bench_resume, bench_scale
+from helpers.bench.growth import bench_beam, bench_manifest_size, bench_resume, bench_scale
 from helpers.bench.machine import loadavg, machine_info
 from helpers.bench.notes import build_notes
 from helpers.bench.probes import memory_probe, train_probe
@@ -95,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-growth",
         action="store_true",
-        help="skip the scale, resume-after-kill and Apache Beam sections",
+        help="skip the scale, manifest-size, resume-after-kill and Apache Beam sections",
     )
     parser.add_argument("--docs-dir", default="docs", help=argparse.SUPPRESS)
     return parser
@@ -209,6 +209,7 @@ def _run_sections(bench: Bench) -> None:
         bench.guarded("train", bench.bench_train)
     if bench.config.growth:
         bench.guarded("scale", lambda: bench_scale(bench))
+        bench.guarded("manifest_size", lambda: bench_manifest_size(bench))
         bench.guarded("resume", lambda: bench_resume(bench))
         bench.guarded("beam", lambda: bench_beam(bench))
 

@@ -1,12 +1,16 @@
 """How costs grow with the dataset, resuming after a kill, and the Beam path: bench sections.
 
-Three sections of ``make bench`` built on :mod:`helpers.bench.scale` and
-:mod:`helpers.bench.beam`, each recorded as measurements on the :class:`Bench`
-and turned into figures against a baseline taken in the same run:
+Four sections of ``make bench`` built on :mod:`helpers.bench.scale`,
+:mod:`helpers.bench.manifest_size` and :mod:`helpers.bench.beam`, each recorded as
+measurements on the :class:`Bench` and turned into figures against a baseline
+taken in the same run:
 
 * scale: N and 10*N small images into the same shard count: time per image,
   peak RSS of the converter process, manifest bytes and ``make_dataset``
   start-up at 10*N over the same figure at N;
+* manifest size: ``manifest.json`` of 1,024 shards x 1,000 classes (synthetic shard
+  results through the finish phase), against an absolute target of 1 MB, with the
+  format-2 manifest (per-shard class counts inline) as the baseline;
 * resume: a rerun after a SIGKILL at about half way, over an uninterrupted run;
 * beam: the Beam DirectRunner path over the local converter on the bench's images
   (reported, no target: DirectRunner is a test runner).
@@ -18,11 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from helpers.bench.machine import drop_caches
 from helpers.bench.results import Figure, make_figure
+from helpers.bench.settings import MB
 
 if TYPE_CHECKING:
     from helpers.bench.run import Bench
 
-__all__ = ["bench_beam", "bench_resume", "bench_scale", "growth_figures"]
+__all__ = ["bench_beam", "bench_manifest_size", "bench_resume", "bench_scale", "growth_figures"]
 
 _SCALE_KEYS = {
     "scale_time_per_image": ("s_per_image", "ms", 1e3, "converter time per image"),
@@ -45,6 +50,20 @@ def bench_scale(bench: Bench) -> None:
     bench.add("scale_startup_N", "s", small["make_dataset"]["build_s"])
     bench.add("scale_startup_10N", "s", large["make_dataset"]["build_s"])
     bench.extra["scale"] = result
+
+
+def bench_manifest_size(bench: Bench) -> None:
+    """manifest.json of an ImageNet-shaped conversion (synthetic shard results), in KB."""
+    from helpers.bench.manifest_size import measure_manifest_size
+
+    result = measure_manifest_size(workdir=bench.config.workdir)
+    bench.log(
+        f"manifest size: {result['shards']} shards x {result['classes']} classes, "
+        f"{result['records']} records (synthetic shard results through write_manifest)"
+    )
+    bench.add("manifest_size_imagenet", "KB", result["manifest_bytes"] / 1e3)
+    bench.add("manifest_size_imagenet_inline", "KB", result["inline_manifest_bytes"] / 1e3)
+    bench.extra["manifest_size"] = result
 
 
 def bench_resume(bench: Bench) -> None:
@@ -103,6 +122,8 @@ def growth_figures(bench: Bench) -> list[Figure]:
                 m("scale_startup_N"),
             )  # fmt: skip
         )
+    if "manifest_size_imagenet" in bench.m:
+        out.append(_manifest_size_figure(bench))
     if "resume_rerun" in bench.m:
         extra: dict[str, Any] = bench.extra["resume"]
         out.append(
@@ -131,3 +152,21 @@ def growth_figures(bench: Bench) -> list[Figure]:
             )
         )
     return out
+
+
+def _manifest_size_figure(bench: Bench) -> Figure:
+    """Bytes of manifest.json against the absolute target (MB), the inline format as baseline."""
+    size = bench.m["manifest_size_imagenet"]
+    info = bench.extra.get("manifest_size", {})
+    sidecar = info.get("class_counts_bytes")
+    return make_figure(
+        "manifest_size_imagenet",
+        f"manifest.json size, {info.get('shards', 1024)} shards x {info.get('classes', 1000)} "
+        f"classes x {info.get('records_per_shard', 1250)} records",
+        "the same, per-shard class counts inline (format 2)",
+        size,
+        bench.m.get("manifest_size_imagenet_inline"),
+        "synthetic shard results through write_manifest"
+        + (f"; class_counts.json beside it: {sidecar / MB:.2f} MB" if sidecar else ""),
+        value=size.median * 1e3 / MB,
+    )

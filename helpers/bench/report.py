@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from helpers.bench.results import Figure, format_table, jsonable
-from helpers.bench.settings import DEFAULT_REPEATS
+from helpers.bench.settings import ABSOLUTE_TARGETS, DEFAULT_REPEATS
 from helpers.bench.stats import fmt_rate
 
 SHORT_LABELS = {
@@ -23,6 +23,7 @@ SHORT_LABELS = {
     "scale_peak_rss": "converter peak RSS, 10N  vs  N images",
     "scale_manifest_bytes": "manifest bytes, 10N  vs  N images",
     "scale_startup": "make_dataset start-up, 10N  vs  N",
+    "manifest_size_imagenet": "manifest.json, 1,024 shards x 1,000 classes",
     "resume_rerun": "rerun after SIGKILL  vs  a full run",
     "beam_vs_local": "Beam DirectRunner  vs  local converter",
 }
@@ -69,6 +70,8 @@ def plot_results(results: dict[str, Any], path: str | os.PathLike) -> str:
             shown = "n/a"
         elif f["id"] == "input_wait_share":
             shown = f"{value:.1%}"
+        elif f["id"] in ABSOLUTE_TARGETS:
+            shown = f"{value:.2f} {ABSOLUTE_TARGETS[f['id']]}"
         else:
             shown = f"{value:.2f}x"
         texts.append(

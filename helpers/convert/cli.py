@@ -30,7 +30,8 @@ class _OneLineParser(argparse.ArgumentParser):
 
 _DESCRIPTION = (
     "Convert class folders of images (DATASET/<class>/<image>) into size-based\n"
-    "TFRecord shards with an offset index each (.idx), labels.txt and manifest.json.\n"
+    "TFRecord shards with an offset index each (.idx), labels.txt, class_counts.json\n"
+    "(records per class in every shard) and manifest.json.\n"
     "JPEG and plain PNG bytes are copied as they are; other images are converted to\n"
     "RGB; bad files are skipped and listed in the manifest. The classic spellings\n"
     "--dataset_path=..., --size_per_record=... and --output_path=... work too.\n"
@@ -77,7 +78,8 @@ def _add_paths_and_sizes(parser: argparse.ArgumentParser) -> None:
         "--output_path",
         dest="output_path",
         default="tfrecords",
-        help="folder for shards, labels.txt and manifest.json; created if missing "
+        help="folder for shards, labels.txt, class_counts.json and manifest.json; created "
+        "if missing "
         "(default: %(default)s)",
     )
     parser.add_argument(

@@ -1,22 +1,23 @@
-"""Phase 4, finish: the label map and the manifest (written last: its presence means done).
+"""Phase 4, finish: the label map, the class counts and the manifest (last: its presence means done).
 
 :func:`build_manifest` is pure (plan + shard results -> :class:`helpers.manifest.Manifest`);
-:func:`write_manifest` writes ``labels.txt`` then ``manifest.json`` atomically and
-fsyncs the folder. Both produce the same bytes whichever engine wrote the shards.
+:func:`write_manifest` writes ``labels.txt``, the per-shard class counts
+(``class_counts.json``) and then ``manifest.json``, each atomically, and fsyncs the
+folder. Both produce the same bytes whichever engine wrote the shards.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Iterable
 
+from helpers.class_counts import ShardClassCounts
 from helpers.convert.planning import Plan
 from helpers.convert.settings import LABELS_NAME, ConvertError, display_name
 from helpers.convert.shards import ShardResult
 from helpers.image_keys import IMAGE_KEYS
 from helpers.manifest import MANIFEST_NAME, Manifest, ShardEntry, write_manifest_file
-from helpers.util import atomic_write
+from helpers.util import atomic_write, fsync_dir
 
 __all__ = ["build_manifest", "summary", "write_manifest"]
 
@@ -50,16 +51,11 @@ def build_manifest(plan: Plan, results: Iterable[ShardResult]) -> Manifest:
         raise ConvertError(f"no result for {len(missing)} planned shard(s), e.g. {missing[0]}")
     shards = [by_index[t.index] for t in plan.tasks]
     entries = [
-        ShardEntry(
-            r.name, r.records, r.bytes, r.sha256, r.class_counts, r.index_name, r.index_sha256
-        )
+        ShardEntry(r.name, r.records, r.bytes, r.sha256, None, r.index_name, r.index_sha256)
         for r in shards
     ]
-    counts: dict[str, int] = {}
-    for r in shards:
-        for text, n in r.class_counts.items():
-            counts[text] = counts.get(text, 0) + n
     scan = plan.scan
+    per_shard = ShardClassCounts.from_shards(scan.classes, {r.name: r.class_counts for r in shards})
     return Manifest(
         split=plan.settings.split_name,
         dataset_path=display_name(os.path.realpath(scan.dataset_path)),
@@ -71,8 +67,9 @@ def build_manifest(plan: Plan, results: Iterable[ShardResult]) -> Manifest:
         converted=[c for r in shards for c in r.converted],
         ignored=sorted(scan.ignored, key=_path),
         non_utf8_names=list(scan.non_utf8_names),
-        warnings=_warnings(plan, counts),
+        warnings=_warnings(plan, per_shard.totals()),
         label_map=LABELS_NAME,
+        shard_counts=per_shard,
     )
 
 
@@ -83,22 +80,17 @@ def _path(entry: dict[str, str]) -> str:
 def write_manifest(
     plan: Plan, results: Iterable[ShardResult], output_dir: str | os.PathLike
 ) -> Manifest:
-    """Write ``labels.txt`` and then ``manifest.json`` (phase 4); returns the manifest."""
+    """Write ``labels.txt``, ``class_counts.json`` and then ``manifest.json`` (phase 4).
+
+    Returns:
+      The manifest written.
+    """
     output = os.fspath(output_dir)
     manifest = build_manifest(plan, results)
     atomic_write(os.path.join(output, LABELS_NAME), "".join(t + "\n" for t in manifest.classes))
     write_manifest_file(manifest, output)
-    _fsync_dir(output)
+    fsync_dir(output)
     return manifest
-
-
-def _fsync_dir(path: str) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def summary(manifest: Manifest, output: str, seconds: float, kept: int = 0) -> str:

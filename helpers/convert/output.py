@@ -2,8 +2,8 @@
 
 An output folder that holds a finished conversion (``manifest.json``) is refused
 unless ``overwrite``; one left by an interrupted run with the same plan is
-resumed (:mod:`.resume`); with ``overwrite`` the old manifest, shards, indexes and
-label map are removed -- after the new input was scanned successfully -- so old
+resumed (:mod:`.resume`); with ``overwrite`` the old manifest, class counts, shards,
+indexes and label map are removed -- after the new input was scanned successfully -- so old
 and new shards are never mixed. Stale temporary files are always removed.
 """
 
@@ -19,7 +19,7 @@ from helpers.convert.planning import Plan
 from helpers.convert.resume import JOURNAL_NAME, Journal
 from helpers.convert.settings import LABELS_NAME, ConvertError, display_name
 from helpers.convert.shards import ShardResult
-from helpers.manifest import MANIFEST_NAME
+from helpers.manifest import CLASS_COUNTS_NAME, MANIFEST_NAME
 from helpers.records import INDEX_SUFFIX, index_name, is_shard_name
 
 __all__ = [
@@ -36,7 +36,7 @@ _TMP_RE = re.compile(r"^\..+\.tmp-\d+(-[0-9a-f]+)?$")
 
 
 def existing_outputs(output: str) -> list[str]:
-    """Names in ``output`` that a conversion would clash with (shards, indexes, manifest, labels)."""
+    """Names in ``output`` a conversion would clash with (shards, indexes, manifest, counts, labels)."""
     try:
         names = os.listdir(output)
     except (FileNotFoundError, NotADirectoryError):
@@ -44,7 +44,7 @@ def existing_outputs(output: str) -> list[str]:
     return sorted(
         n
         for n in names
-        if n in (MANIFEST_NAME, LABELS_NAME)
+        if n in (MANIFEST_NAME, CLASS_COUNTS_NAME, LABELS_NAME)
         or is_shard_name(n)
         or (n.endswith(INDEX_SUFFIX) and not n.startswith("."))
     )
@@ -181,7 +181,13 @@ def cleanup(output: str, plan: Plan | None, created: bool, completed: int) -> No
         return
     _remove_stale_temps(output)
     if completed == 0 and plan is not None:
-        for name in [JOURNAL_NAME, LABELS_NAME, MANIFEST_NAME, *plan.shard_names]:
+        for name in [
+            JOURNAL_NAME,
+            LABELS_NAME,
+            CLASS_COUNTS_NAME,
+            MANIFEST_NAME,
+            *plan.shard_names,
+        ]:
             for target in {name, index_name(name)}:
                 with contextlib.suppress(OSError):
                     os.unlink(os.path.join(output, target))

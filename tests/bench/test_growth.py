@@ -60,5 +60,28 @@ def test_resume_and_beam_figures_say_whether_the_output_was_identical():
     assert "DIFFERENT" in beam.note
 
 
+def test_manifest_size_figure_is_absolute_megabytes_with_the_inline_baseline():
+    b = _bench_with(
+        {},
+        {
+            "manifest_size": {
+                "shards": 1024,
+                "classes": 1000,
+                "records_per_shard": 1250,
+                "class_counts_bytes": 2.1e6,
+            }
+        },
+    )
+    b.add("manifest_size_imagenet", "KB", 374.0)
+    b.add("manifest_size_imagenet_inline", "KB", 17_935.0)
+    (figure,) = growth.growth_figures(b)
+    assert figure.id == "manifest_size_imagenet" and figure.target == "< 1 MB"
+    assert math.isclose(figure.value, 0.374) and figure.met is True
+    assert figure.shown_value == "0.37 MB" and "1024 shards x 1000 classes" in figure.figure
+    assert "class_counts.json beside it: 2.10 MB" in figure.note
+    b.m["manifest_size_imagenet"].samples = [25_000.0]  # per-shard counts inline again: missed
+    assert growth.growth_figures(b)[0].met is False
+
+
 def test_no_growth_sections_no_figures():
     assert growth.growth_figures(_bench_with({}, {})) == []

@@ -16,12 +16,16 @@ def _figures():
     mem = bench.Measurement("mem", "MB", [300.0])
     ref = bench.Measurement("ref", "MB", [100.0])
     share = bench.Measurement("share", "share", [0.01])
+    manifest = bench.Measurement("manifest", "KB", [374.0])
+    inline = bench.Measurement("inline", "KB", [17_935.0])
     return [
         bench.make_figure("convert_steady_warm", "converter | steady", "copy", a, b),
         bench.make_figure("pipeline_memory", "memory", "reference", mem, ref),
         bench.make_figure("input_wait_share", "input wait", "--", share, None, value=0.01),
         bench.make_figure("pipeline_vs_ceiling", "not measured", "ceiling", None, None),
-    ]
+        bench.make_figure("manifest_size_imagenet", "manifest", "inline", manifest, inline,
+                          value=0.374),
+    ]  # fmt: skip
 
 
 def test_format_table_plain_and_markdown():
@@ -33,6 +37,7 @@ def test_format_table_plain_and_markdown():
     assert "1,100 img/s (110 MB/s)" in text
     assert "0.37x" in text and "NO" in text and "yes" in text and "n/a" in text
     assert "3.00x" in text and "<= 2x" in text and "1.0%" in text
+    assert "374 KB" in text and "0.37 MB" in text and "< 1 MB" in text  # an absolute target
     md = bench.format_table(figures, markdown=True)
     rows = md.splitlines()
     assert rows[0].startswith("| figure |") and rows[1].startswith("|---")

@@ -151,6 +151,7 @@ def test_overwrite_replaces_an_older_conversion(tmp_path, caplog):
     assert manifest["num_shards"] == 1 and manifest["num_records"] == 9
     assert len(old) > 4
     assert sorted(os.listdir(out)) == [
+        "class_counts.json",
         "labels.txt",
         "manifest.json",
         "train-00000-of-00001.idx",

@@ -23,6 +23,7 @@ from PIL import Image
 from helpers import convert as C
 from helpers import records as R
 from helpers.convert import output, scanning, shards
+from helpers.manifest import read_manifest
 
 
 def test_layout_manifest_and_both_readers(tmp_path):
@@ -35,7 +36,9 @@ def test_layout_manifest_and_both_readers(tmp_path):
     assert n > 1
     shard_names = [C.shard_name("train", i, n) for i in range(n)]
     assert names == sorted(
-        shard_names + [R.index_name(s) for s in shard_names] + ["labels.txt", "manifest.json"]
+        shard_names
+        + [R.index_name(s) for s in shard_names]
+        + ["class_counts.json", "labels.txt", "manifest.json"]
     )
     assert C.shard_name("train", 0, n) == f"train-00000-of-{n:05d}.tfrecord"
     assert (out / "labels.txt").read_text().splitlines() == ["class_0", "class_1", "class_2"]
@@ -48,6 +51,8 @@ def test_layout_manifest_and_both_readers(tmp_path):
     assert manifest["size_per_record"] == 4000
     assert manifest["features"] == dict(K)
 
+    per_shard = manifest.shard_class_counts()
+    assert per_shard == read_manifest(out).shard_class_counts()  # from class_counts.json
     total = 0
     for shard in manifest["shards"]:
         path = out / shard["file"]
@@ -66,7 +71,7 @@ def test_layout_manifest_and_both_readers(tmp_path):
         for line, payload in zip(index, payloads, strict=True):  # "offset length", framed
             assert line == f"{offset} {len(payload) + 16}"
             offset += len(payload) + 16
-        assert sum(shard["class_counts"].values()) == shard["records"]
+        assert sum(per_shard[shard["file"]].values()) == shard["records"]
         total += shard["records"]
     assert total == 15
 
@@ -124,6 +129,7 @@ def test_existing_output_refused_unless_overwrite(tmp_path):
     second = run(ds, out, overwrite=True)  # default size: one shard
     assert first["num_shards"] > 1 and second["num_shards"] == 1
     assert sorted(p.name for p in out.iterdir()) == [
+        "class_counts.json",
         "labels.txt",
         "manifest.json",
         "notes.md",
@@ -295,6 +301,7 @@ def test_stale_temp_files_removed(tmp_path):
     write(out / ".manifest.json.tmp-999999", b"{")
     run(ds, out)
     assert sorted(p.name for p in out.iterdir()) == [
+        "class_counts.json",
         "labels.txt",
         "manifest.json",
         "train-00000-of-00001.idx",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 from collections import Counter
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from helpers.features import (
     image_example,
     serialize_example,
 )
-from helpers.manifest import FORMAT_VERSION
+from helpers.manifest import Manifest, ShardEntry, write_manifest_file
 from helpers.util import sha256_file
 
 NUM_CLASSES = 3
@@ -78,22 +77,11 @@ def _make_set(root: Path, seed: int = 0, image_dir: Path | None = None) -> dict:
         shard = f"train-{s:05d}-of-{NUM_SHARDS:05d}.tfrecord"
         _write_shard(root / shard, payloads)
         counts = Counter(f"c{(n - len(payloads) + i) % NUM_CLASSES}" for i in range(len(payloads)))
-        shards.append(
-            {
-                "file": shard,
-                "records": len(payloads),
-                "bytes": (root / shard).stat().st_size,
-                "sha256": sha256_file(root / shard),
-                "class_counts": dict(sorted(counts.items())),
-            }
-        )
+        size, digest = (root / shard).stat().st_size, sha256_file(root / shard)
+        shards.append(ShardEntry(shard, len(payloads), size, digest, dict(sorted(counts.items()))))
         payloads_by_shard.append(payloads)
-    manifest = {
-        "format_version": FORMAT_VERSION,
-        "classes": [f"c{i}" for i in range(NUM_CLASSES)],
-        "shards": shards,
-    }
-    (root / "manifest.json").write_text(json.dumps(manifest))
+    classes = [f"c{i}" for i in range(NUM_CLASSES)]
+    write_manifest_file(Manifest("train", str(root), classes, {}, {}, shards), root)
     return {"dir": root, "payloads": payloads_by_shard, "files": files, "labels": labels}
 
 

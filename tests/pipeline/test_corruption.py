@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from helpers.features import (
     image_example,
     serialize_example,
 )
-from helpers.manifest import FORMAT_VERSION
+from helpers.manifest import Manifest, ShardEntry, write_manifest_file
 from helpers.util import sha256_file
 
 from .support import (
@@ -96,23 +95,9 @@ def test_skip_corrupt_counts_undecodable_image(tmp_path: Path) -> None:
     root.mkdir()
     _write_shard(root / "train-00000-of-00001.tfrecord", payloads)
     size = (root / "train-00000-of-00001.tfrecord").stat().st_size
-    (root / "manifest.json").write_text(
-        json.dumps(
-            {
-                "format_version": FORMAT_VERSION,
-                "classes": ["c"],
-                "shards": [
-                    {
-                        "file": "train-00000-of-00001.tfrecord",
-                        "records": 4,
-                        "bytes": size,
-                        "sha256": sha256_file(root / "train-00000-of-00001.tfrecord"),
-                        "class_counts": {"c": 4},
-                    }
-                ],
-            }
-        )
-    )
+    shard = root / "train-00000-of-00001.tfrecord"
+    entry = ShardEntry(shard.name, 4, size, sha256_file(shard), {"c": 4})
+    write_manifest_file(Manifest("train", str(root), ["c"], {}, {}, [entry]), root)
     report = P.CorruptionReport()
     ds = P.make_dataset(root, 1, 16, skip_corrupt=True, corruption_report=report, training=False)
     assert len(list(ds)) == 3  # a bad image drops only itself (a map error)
