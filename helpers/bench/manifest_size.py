@@ -24,6 +24,7 @@ from helpers.convert.planning import Plan, ShardTask
 from helpers.convert.scanning import ScanResult
 from helpers.convert.settings import Settings, shard_name
 from helpers.convert.shards import ShardResult
+from helpers.convert.table import FileTable
 from helpers.manifest import Manifest
 from helpers.records import index_name
 
@@ -46,11 +47,13 @@ def synthetic_conversion(
     names = [f"n{1440764 + 997 * i:08d}" for i in range(classes)]  # WordNet-id-like, sorted
     settings = Settings(size_per_record=100 * 10**6, split_name="train")
     scan = ScanResult(
-        dataset_path="/data/imagenet/train", classes=names, files=[], skipped=[], ignored=[],
+        dataset_path="/data/imagenet/train", classes=names,
+        files=FileTable.empty("/data/imagenet/train", names), skipped=[], ignored=[],
         non_utf8_names=[],
     )  # fmt: skip
     tasks = tuple(
-        ShardTask(i, shard_name("train", i, shards), (), settings.max_pixels) for i in range(shards)
+        ShardTask(i, shard_name("train", i, shards), scan.files, settings.max_pixels)
+        for i in range(shards)
     )
     results = []
     for task in tasks:

@@ -17,7 +17,7 @@ byte-identical output:
                    (:mod:`.planning`)
 :func:`write_shard`  one shard and its index, atomically (:mod:`.shards`,
                    :mod:`.encode`)
-:func:`write_manifest`  ``labels.txt`` and ``manifest.json`` (:mod:`.finish`)
+:func:`write_manifest`  ``labels.txt``, ``class_counts.json``, ``manifest.json`` (:mod:`.finish`)
 =================  =============================================================
 
 :func:`convert` (:mod:`.run`) runs them in order with a process pool

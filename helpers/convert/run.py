@@ -58,8 +58,8 @@ def convert(
 
     Args:
       dataset_path: folder with one sub-folder of images per class.
-      output_path: folder for the shards, their ``.idx`` indexes, ``labels.txt``
-        and ``manifest.json`` (created if missing; not inside ``dataset_path``).
+      output_path: folder for the shards, their ``.idx`` indexes, ``labels.txt``,
+        ``class_counts.json`` and ``manifest.json`` (created if missing; not inside ``dataset_path``).
       size_per_record: target bytes of images per shard (default 50 MiB).
       workers: worker processes (default: the usable cores, but at most one per
         2000 files: a spawned process costs about half a second); 1 runs here.
