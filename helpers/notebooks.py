@@ -128,7 +128,8 @@ _TF_LOG_LINE = re.compile(
 
 
 def _clean_outputs(outputs: list[Any]) -> list[Any]:
-    """Drop TensorFlow's C++ start-up lines from stderr (they differ every run)."""
+    """Drop TensorFlow's C++ start-up lines from stderr (they differ every run) and join
+    consecutive writes to the same stream, so a flush in mid-line leaves one block."""
     kept = []
     for out in outputs:
         if out.get("output_type") == "stream" and out.get("name") == "stderr":
@@ -141,6 +142,14 @@ def _clean_outputs(outputs: list[Any]) -> list[Any]:
             if not "".join(lines).strip():
                 continue
             out["text"] = "".join(lines)
+        previous = kept[-1] if kept else None
+        if (
+            previous is not None
+            and out.get("output_type") == previous.get("output_type") == "stream"
+            and out.get("name") == previous.get("name")
+        ):
+            previous["text"] = "".join(previous.get("text", "")) + "".join(out.get("text", ""))
+            continue
         kept.append(out)
     return kept
 

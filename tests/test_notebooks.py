@@ -72,6 +72,24 @@ def test_format_is_stable():
     )
 
 
+def test_split_writes_to_one_stream_are_joined_and_tf_noise_dropped():
+    outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text="stopped: 2 workers"),
+        nbformat.v4.new_output("stream", name="stdout", text="\n"),
+        nbformat.v4.new_output(
+            "stream", name="stderr", text="I0000 00:00:1795464528.264903    1745 x.cc:31] noise\n"
+        ),
+        nbformat.v4.new_output("stream", name="stderr", text="a real warning\n"),
+        nbformat.v4.new_output("stream", name="stdout", text="next\n"),
+    ]
+    kept = nbt._clean_outputs(outputs)
+    assert [(o["name"], o["text"]) for o in kept] == [
+        ("stdout", "stopped: 2 workers\n"),
+        ("stderr", "a real warning\n"),
+        ("stdout", "next\n"),
+    ]
+
+
 def test_lessons_end_with_one_progress_cell_and_name_the_course_kernel():
     sol = _nb(
         "import numpy as np",
