@@ -67,22 +67,36 @@ def bench_manifest_size(bench: Bench) -> None:
 
 
 def bench_resume(bench: Bench) -> None:
-    """Kill a conversion half way, rerun it; time against an uninterrupted run."""
+    """Kill a conversion half way, rerun it; time against an uninterrupted run (each repeat)."""
     from helpers.bench.scale import measure_resume
 
     cold = bench.config.cold and drop_caches()
+    repeats = 1 if bench.config.quick else bench.config.repeats
     bench.log(
         f"resume: the {len(bench.paths)} bench images, SIGKILL at about half the shards, "
-        f"then the same command ({'cold' if cold else 'warm'} page cache)"
+        f"then the same command ({'cold' if cold else 'warm'} page cache), {repeats} repeats"
     )
-    result = measure_resume(
-        shards=40, workers=bench.cores, dataset=bench.images_dir,
-        before_run=drop_caches if cold else None,
-    )  # fmt: skip
-    result["cold"] = cold
-    bench.add("resume_rerun", "s", result["rerun_s"])
-    bench.add("resume_full", "s", result["full_s"])
-    bench.extra["resume"] = result
+    runs = []
+    for r in range(repeats):
+        result = measure_resume(
+            shards=40, workers=bench.cores, dataset=bench.images_dir,
+            before_run=drop_caches if cold else None,
+        )  # fmt: skip
+        bench.log(
+            f"resume, repeat {r + 1}/{repeats}: full {result['full_s']:.2f} s, "
+            f"rerun {result['rerun_s']:.2f} s ({result['rerun_over_full']:.2f}x), "
+            f"{result['shards_done_at_kill']}/{result['shards']} shards done at the kill"
+        )
+        bench.add("resume_rerun", "s", result["rerun_s"])
+        bench.add("resume_full", "s", result["full_s"])
+        runs.append(result)
+    bench.extra["resume"] = {
+        "cold": cold,
+        "runs": runs,
+        "shards": runs[0]["shards"],
+        "shards_done_at_kill": [run["shards_done_at_kill"] for run in runs],
+        "identical": all(run["identical"] for run in runs),
+    }
 
 
 def bench_beam(bench: Bench) -> None:
@@ -134,7 +148,7 @@ def growth_figures(bench: Bench) -> list[Figure]:
                 m("resume_rerun"),
                 m("resume_full"),
                 f"{'cold' if extra.get('cold') else 'warm'} page cache; "
-                f"{extra['shards_done_at_kill']} of {extra['shards']} shards done at the kill; "
+                f"{_shards_at_kill(extra)} of {extra['shards']} shards done at the kill; "
                 f"output {'byte-identical' if extra['identical'] else 'DIFFERENT'}",
             )
         )
@@ -152,6 +166,12 @@ def growth_figures(bench: Bench) -> list[Figure]:
             )
         )
     return out
+
+
+def _shards_at_kill(extra: dict[str, Any]) -> str:
+    """'20' or '19/20/21': shards complete when each repeat was killed (older results: one int)."""
+    done = extra["shards_done_at_kill"]
+    return "/".join(str(d) for d in done) if isinstance(done, list) else str(done)
 
 
 def _manifest_size_figure(bench: Bench) -> Figure:

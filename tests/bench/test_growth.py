@@ -60,6 +60,28 @@ def test_resume_and_beam_figures_say_whether_the_output_was_identical():
     assert "DIFFERENT" in beam.note
 
 
+def test_resume_section_repeats_and_the_figure_is_the_median_of_per_repeat_times(monkeypatch):
+    from helpers.bench import scale
+
+    runs = iter(
+        [(2.0, 1.6, 19, True), (2.0, 1.0, 20, True), (2.2, 1.1, 21, False)]
+    )  # rerun/full: 0.8x, 0.5x, 0.5x
+
+    def fake_measure_resume(**kwargs):
+        full, rerun, done, identical = next(runs)
+        return {"full_s": full, "rerun_s": rerun, "rerun_over_full": rerun / full,
+                "shards_done_at_kill": done, "shards": 40, "identical": identical}  # fmt: skip
+
+    monkeypatch.setattr(scale, "measure_resume", fake_measure_resume)
+    b = bench.Bench(bench.Config(images=10, repeats=3, cold=False), log=lambda msg: None)
+    b.paths, b.images_dir = ["x"] * 10, "images"
+    growth.bench_resume(b)
+    assert b.m["resume_rerun"].samples == [1.6, 1.0, 1.1]
+    (figure,) = growth.growth_figures(b)
+    assert math.isclose(figure.value, 1.1 / 2.0)  # ratio of the medians
+    assert "19/20/21 of 40" in figure.note and "DIFFERENT" in figure.note
+
+
 def test_manifest_size_figure_is_absolute_megabytes_with_the_inline_baseline():
     b = _bench_with(
         {},
