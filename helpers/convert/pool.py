@@ -1,8 +1,9 @@
 """Run a phase's tasks in this process or in a pool of spawned worker processes.
 
 Spawn (not fork) so it also works on macOS / Windows and inside Jupyter. Workers
-ignore Ctrl-C (the parent cleans up) and load only TensorFlow's protobuf modules,
-not its runtime, so each starts in about half a second. Each worker reports its
+ignore Ctrl-C (the parent cleans up), exit within a fraction of a second when the
+parent dies, and load only TensorFlow's protobuf modules, not its runtime, so each
+starts in about half a second. Each worker reports its
 process id when it starts, so :meth:`Runner.close` can stop the workers at once
 after an error or an interrupt with documented calls only (``os.kill``), without
 reaching into the executor's private process table.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -25,10 +27,24 @@ __all__ = ["Runner"]
 _IN_FLIGHT = 4  # tasks queued per worker
 
 
-def _init_worker(pids: Any) -> None:
-    """Worker set-up: report our pid, leave Ctrl-C to the parent, load protobufs only."""
+_PARENT_CHECK_S = 0.2  # how often a worker checks that the converter is still alive
+
+
+def _exit_when_orphaned(parent: int) -> None:
+    """Exit this worker once ``parent`` is gone (SIGKILL, OOM killer): no orphan keeps
+    writing shards or holding the caller's stdout open. A temporary file it leaves is
+    removed by the rerun."""
+    while os.getppid() == parent:
+        time.sleep(_PARENT_CHECK_S)
+    os._exit(1)
+
+
+def _init_worker(pids: Any, parent: int) -> None:
+    """Worker set-up: report our pid, leave Ctrl-C to the parent, die with the parent,
+    load protobufs only."""
     pids.put(os.getpid())
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
     encode.LIGHT = True
     encode.load_features()
 
@@ -58,7 +74,7 @@ class Runner:
                 max_workers=workers,
                 mp_context=context,
                 initializer=_init_worker,
-                initargs=(self._pids,),
+                initargs=(self._pids, os.getpid()),
             )
             for _ in range(workers):  # start every worker now: they load while we list and plan
                 self._pool.submit(_ready)

@@ -8,6 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from convert_common import PY, ROOT, cli, files_of, make_dataset, run, write
 
 from helpers import records as R
@@ -85,3 +86,60 @@ def test_sigkill_then_rerun_resumes_and_sigint_keeps_completed_shards(tmp_path):
     assert not any(".tmp-" in p.name for p in out.iterdir())
     assert cli(*args, "--output-path", str(out)).returncode == 0
     assert files_of(out) == files_of(ref2)
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                kids.append(int(entry.name))
+    return kids
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"  # a zombie nobody reaps is dead too
+
+
+def test_workers_exit_when_the_converter_is_killed(tmp_path):
+    if not Path("/proc/self/stat").exists():
+        pytest.skip("needs /proc to find the worker processes")
+    ds = make_dataset(tmp_path / "ds", classes=4, per_class=75, w=10, h=8)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [PY, "-m", "helpers.convert", "--dataset-path", str(ds), "--output-path",
+         str(tmp_path / "out"), "--size-per-record", "8000", "--workers", "2", "--quiet"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    workers: list[int] = []
+    while len(workers) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        workers = [k for k in _children(proc.pid) if "spawn_main" in _cmdline(k)]
+        time.sleep(0.01)
+    assert len(workers) == 2, "the converter did not start two workers"
+    proc.kill()  # the parent only, as the OOM killer would
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 20
+    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    survivors = [w for w in workers if _alive(w)]
+    for w in survivors:
+        os.kill(w, signal.SIGKILL)
+    assert not survivors, "worker processes outlived the killed converter"
+    proc.stdout.close()  # nothing else holds the pipe open any more: this does not hang
+    proc.stderr.close()
