@@ -216,7 +216,24 @@ def read_listing(dataset: str) -> Listing:
             f"no class folders in {display_name(dataset)!r}; expected "
             f"{display_name(dataset)}/<class name>/<image files>"
         )
+    _refuse_clashing_class_names(dataset, listing.classes)
     return listing
+
+
+def _refuse_clashing_class_names(dataset: str, classes: list[str]) -> None:
+    """Two folders whose class texts (display names) are equal would share a label text:
+    refuse before anything is written (e.g. bytes ``caf\\xe9`` and a folder literally named
+    ``caf\\xe9``)."""
+    first: dict[str, str] = {}
+    for name in classes:
+        text = display_name(name)
+        if text in first:
+            raise ConvertError(
+                f"class folders {os.fsencode(first[text])!r} and {os.fsencode(name)!r} in "
+                f"{display_name(dataset)!r} have the same class text {text!r} (a file name "
+                "that is not valid UTF-8 is shown with \\xNN escapes); rename one of them"
+            )
+        first[text] = name
 
 
 def probe_files(

@@ -97,6 +97,22 @@ def test_non_utf8_class_name(tmp_path):
     assert rows[b"cl\xffass/img.jpg"][K["label"]] == 1
 
 
+def test_class_names_that_escape_to_the_same_text_are_refused_before_writing(tmp_path):
+    ds = make_dataset(tmp_path / "ds", classes=1, per_class=1)
+    for name in (b"caf\xe9", b"caf\\xe9"):  # the raw byte, and a folder literally named so
+        folder = os.path.join(os.fsencode(ds), name)
+        os.mkdir(folder)
+        with open(os.path.join(folder, b"img.jpg"), "wb") as f:
+            f.write(jpeg_bytes(seed=3))
+    out = tmp_path / "out"
+    with pytest.raises(C.ConvertError) as err:
+        C.convert(ds, out, size_per_record=10_000, workers=1, progress=False)
+    message = str(err.value)
+    assert "b'caf\\xe9'" in message and "b'caf\\\\xe9'" in message
+    assert "rename one of them" in message
+    assert not out.exists() or not any(out.iterdir())
+
+
 def test_empty_class_kept_with_warning(tmp_path, capsys):
     ds = make_dataset(tmp_path / "ds", classes=3, per_class=2)
     for p in (ds / "class_1").iterdir():
