@@ -353,8 +353,8 @@ def _sidecar_keys_problem(data: Mapping[str, Any]) -> str | None:
 
 
 def manifest_path(path: str | os.PathLike) -> str:
-    """``path`` itself, or ``path/manifest.json`` when ``path`` is a directory."""
-    name = os.fspath(path)
+    """``path`` itself, or ``path/manifest.json`` when ``path`` is a directory (``~`` expanded)."""
+    name = os.path.expanduser(os.fspath(path))
     return os.path.join(name, MANIFEST_NAME) if _isdir(name) else name
 
 

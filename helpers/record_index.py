@@ -211,7 +211,7 @@ def _shards_of(
         return [os.path.join(base, s.file) for s in manifest.shards], [
             s.records for s in manifest.shards
         ]
-    paths = [os.fspath(p) for p in source]
+    paths = [os.path.expanduser(os.fspath(p)) for p in source]
     return paths, [None] * len(paths)
 
 

@@ -9,6 +9,7 @@ per-shard class counts of format version 3) is named with what to do.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from helpers.records import (
     LFS_POINTER_PREFIX,
     LFS_POINTER_SHARD,
     RecordError,
+    index_name,
     is_lfs_pointer,
     is_shard_name,
     read_records,
@@ -151,11 +153,15 @@ def verify_paths(
     """
     files: list[Path] = []
     manifest_data: Manifest | None = None
+    folders_without_manifest = []
     for p in map(Path, paths):
         if p.is_dir():
             if manifest is None and (p / MANIFEST_NAME).exists():
                 manifest = p / MANIFEST_NAME
-            files.extend(sorted(q for q in p.iterdir() if is_shard_name(q.name)))
+            found = sorted(q for q in p.iterdir() if is_shard_name(q.name))
+            if found and not (p / MANIFEST_NAME).exists():
+                folders_without_manifest.append(p)
+            files.extend(found)
         else:
             files.append(p)
     if manifest is not None:
@@ -172,7 +178,11 @@ def verify_paths(
                 ShardReport(str(f), errors=[f"{f}: not listed in the manifest (a stray shard?)"])
             )
             continue
+        if entry is None:
+            entry = _index_beside(f)
         reports.append(verify(f, entry, compression))
+    if manifest is None:
+        reports += [_no_manifest(folder) for folder in folders_without_manifest]
     if manifest_data is not None:
         base = Path(manifest).parent
         for name in entries:
@@ -184,6 +194,74 @@ def verify_paths(
                     )
                 )
         reports += _check_class_counts(manifest_data)
+        reports += _check_totals_and_labels(manifest_data, Path(manifest))
+    return reports
+
+
+def _index_beside(shard: Path) -> dict[str, Any] | None:
+    """A shard without a manifest entry: check the offset index beside it, if there is one."""
+    index = index_name(str(shard))
+    return {"index": os.path.basename(index)} if os.path.exists(index) else None
+
+
+def _no_manifest(folder: Path) -> ShardReport:
+    """A folder given without a manifest: unfinished, or not the converter's output."""
+    from helpers.convert.resume import JOURNAL_NAME  # only here: verify never needs Pillow
+
+    if (folder / JOURNAL_NAME).exists():
+        why = (
+            f"it holds an unfinished conversion ({JOURNAL_NAME}); rerun the same "
+            "`python -m helpers.convert` command to finish it"
+        )
+    else:
+        why = (
+            "it is not a finished converter output, so only each record's CRC (and an "
+            "index beside a shard) could be checked; to check shards written by another "
+            "tool, name the files instead of the folder, or pass --manifest"
+        )
+    return ShardReport(
+        str(folder / MANIFEST_NAME),
+        errors=[f"{folder}: no {MANIFEST_NAME}: {why}"],
+        kind="manifest",
+    )
+
+
+def _check_totals_and_labels(manifest: Manifest, path: Path) -> list[ShardReport]:
+    """The totals stored in manifest.json against its shard list, and labels.txt against
+    its classes (neither has a digest of its own)."""
+    errors = []
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        return [ShardReport(str(path), errors=[f"{path}: cannot read: {err}"], kind="manifest")]
+    derived = manifest.to_dict()
+    for key in ("num_classes", "num_records", "num_shards", "total_bytes"):
+        if key in stored and stored[key] != derived[key]:
+            errors.append(
+                f"{path}: {key} is {stored[key]!r} but its classes and shards add up to "
+                f"{derived[key]!r} (edited by hand?); rerun the converter with --overwrite"
+            )
+    reports = []
+    if errors:
+        reports.append(ShardReport(str(path), errors=errors, kind="manifest"))
+    labels = path.parent / manifest.label_map
+    want = "".join(text + "\n" for text in manifest.classes)
+    problem = ""
+    if not labels.exists():
+        problem = "missing"
+    elif labels.read_bytes() != want.encode("utf-8"):
+        problem = "does not list the manifest's classes, one per line, in label order"
+    if problem:
+        reports.append(
+            ShardReport(
+                str(labels),
+                errors=[
+                    f"{labels}: {problem}; restore it from the manifest's 'classes' (line i is "
+                    "the class text of label i) or rerun the converter with --overwrite"
+                ],
+                kind="label map",
+            )
+        )
     return reports
 
 

@@ -126,6 +126,7 @@ def shards(tmp_path) -> Path:
             )
         )  # fmt: skip
     M.write_manifest_file(M.Manifest("train", "ds", ["c"], {}, {}, entries), out)
+    (out / "labels.txt").write_text("c\n")
     return out
 
 
@@ -263,6 +264,43 @@ def test_class_counts_sidecar_is_checked_against_the_manifest(shards, damage, pr
     assert "2 shards, 10 records, 1 with problems" in proc.stdout
 
 
+def test_a_folder_of_shards_without_a_manifest_is_not_reported_as_fine(shards):
+    (shards / "manifest.json").unlink()
+    proc = verify_cli(shards)
+    assert proc.returncode == 1, proc.stdout
+    assert "no manifest.json" in proc.stdout and "name the files" in proc.stdout
+    (shards / ".convert-journal.jsonl").write_text("")
+    assert "rerun the same `python -m helpers.convert` command" in verify_cli(shards).stdout
+    # named as files, another tool's shards are checked by CRC and by the index beside each
+    named = sorted(str(p) for p in shards.glob("*.tfrecord"))
+    assert verify_cli(*named).returncode == 0
+    index = Path(R.index_name(named[0]))
+    lines = index.read_text().splitlines()
+    index.write_text("\n".join(lines[1:] + lines[:1]) + "\n")  # lines out of order
+    proc = verify_cli(*named)
+    assert proc.returncode == 1 and f"{index}: line 1 says record 0" in proc.stdout
+
+
+@pytest.mark.parametrize("key", ["num_records", "num_shards", "total_bytes", "num_classes"])
+def test_verify_names_a_stored_total_that_its_shards_do_not_add_up_to(shards, key):
+    path = shards / "manifest.json"
+    data = json.loads(path.read_text())
+    data[key] += 1
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    (message,) = errors(shards)
+    assert message.startswith(f"{path}: {key} is {data[key]}") and "add up to" in message
+
+
+def test_verify_checks_the_label_map_against_the_classes(shards):
+    labels = shards / "labels.txt"
+    labels.write_text("dog\n")
+    (message,) = errors(shards)
+    assert message.startswith(f"{labels}: does not list the manifest's classes")
+    labels.unlink()
+    (message,) = errors(shards)
+    assert message.startswith(f"{labels}: missing")
+
+
 def test_verify_cli_usage_errors(tmp_path):
     proc = verify_cli(tmp_path)
     assert proc.returncode == 2 and "no shards found" in proc.stderr
@@ -397,6 +435,15 @@ def test_count_answers_from_the_manifest(shards):
     for s in range(2):  # the shards themselves are not needed
         (shards / C.shard_name("train", s, 2)).unlink()
     assert R.main(["count", str(shards)]) == 0
+
+
+def test_a_path_under_home_may_be_spelled_with_a_tilde(shards, monkeypatch):
+    monkeypatch.setenv("HOME", str(shards.parent))
+    source = R.RecordSource("~/out")
+    assert len(source) == 2 * N and source[N] == payload(0)
+    files = R.RecordSource([f"~/out/{C.shard_name('train', 1, 2)}"])
+    assert len(files) == N and files[1] == payload(1)
+    assert M.read_manifest("~/out").num_records == 2 * N
 
 
 def test_shard_and_index_names():
