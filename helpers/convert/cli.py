@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import functools
 import signal
 import sys
@@ -154,6 +155,11 @@ def main(argv: list[str] | None = None) -> int:
     args, beam_args = parser.parse_known_args(argv)
     if beam_args and args.runner is None:
         parser.error(f"unrecognized arguments: {' '.join(beam_args)}")
+    for arg, ours in _misspelt_options(parser, beam_args):
+        parser.error(
+            f"unrecognized argument {arg} (did you mean {ours}?); with --runner, arguments "
+            "the converter does not know go to Beam, which would ignore this one"
+        )
     if args.runner is not None and args.workers is not None:
         parser.error(
             "--workers is for the local converter; with --runner use the runner's "
@@ -197,6 +203,24 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {len(manifest['skipped'])} file(s) skipped (--strict)", file=sys.stderr)
         return 1
     return 0
+
+
+def _misspelt_options(parser: argparse.ArgumentParser, extra: list[str]) -> list[tuple[str, str]]:
+    """Extra arguments (bound for Beam) that look like a mistyped converter option."""
+    ours: dict[str, str] = {}
+    for action in parser._actions:
+        long = [option for option in action.option_strings if option.startswith("--")]
+        for option in long:  # the first spelling (--size-per-record) is the one suggested
+            ours[option.lstrip("-").replace("-", "_")] = long[0]
+    found = []
+    for arg in extra:
+        if not arg.startswith("--"):
+            continue
+        name = arg.split("=", 1)[0].lstrip("-").replace("-", "_").lower()
+        close = difflib.get_close_matches(name, list(ours), n=1, cutoff=0.85)
+        if close:
+            found.append((arg.split("=", 1)[0], ours[close[0]]))
+    return found
 
 
 def _converter(args: argparse.Namespace, beam_args: list[str]) -> Any:

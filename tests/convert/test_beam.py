@@ -104,6 +104,10 @@ def test_cli_runner_matches_the_local_cli(tmp_path):
         (["--num_workers=4"], "unrecognized arguments: --num_workers=4"),
         (["--runner", "DirectRunner", "--workers", "2"], "--direct_num_workers"),
         (["--runner", "DirectRunner", "--output-path", "gs://bucket/out"], "Cloud Storage FUSE"),
+        (  # Beam would drop a misspelt converter option and run with the default
+            ["--runner", "DirectRunner", "--size-per-recrod", "100000"],
+            "unrecognized argument --size-per-recrod (did you mean --size-per-record?)",
+        ),
     ],
 )
 def test_cli_refuses_what_it_cannot_do(tmp_path, args, message):
