@@ -203,6 +203,19 @@ def probe_batch(entries: Iterable[FileRecord], max_pixels: int) -> list[tuple[st
     return [_probe_entry(entry, max_pixels) for entry in entries]
 
 
+def _no_images_hint(skipped: list[dict[str, str]], max_pixels: int) -> str:
+    """What to do when nothing is usable, from the reasons the files were skipped for."""
+    too_big = [s for s in skipped if "exceeds --max-pixels" in s["reason"]]
+    if too_big and 2 * len(too_big) >= len(skipped):
+        return (
+            f"{len(too_big)} of them exceed --max-pixels {max_pixels}: raise it if the images "
+            f"are meant to be this large (first: {too_big[0]['path']}: {too_big[0]['reason']})"
+        )
+    if skipped:
+        return f"first: {skipped[0]['path']}: {skipped[0]['reason']}"
+    return "put image files directly inside the class folders"
+
+
 def read_listing(dataset: str) -> Listing:
     """:func:`list_dataset` with the errors a user can fix turned into :class:`ConvertError`."""
     try:
@@ -302,7 +315,7 @@ def sort_outcomes(
         raise ConvertError(
             f"no usable images in the {len(listing.classes)} class folder(s) of "
             f"{display_name(dataset)!r} ({len(skipped)} skipped as bad, {len(ignored)} "
-            "ignored); put image files directly inside the class folders"
+            f"ignored); {_no_images_hint(skipped, max_pixels)}"
         )
     non_utf8 = sorted(
         {display_name(rel) for rel in entries.rels if not is_utf8(rel)}

@@ -150,6 +150,7 @@ def test_existing_output_refused_unless_overwrite(tmp_path):
         ("inside", "inside the dataset path"),
         ("empty", "no class folders"),
         ("no_images", "no usable images"),
+        ("all_too_big", "2 of them exceed --max-pixels 10: raise it"),
         ("zero_size", "--size-per-record must be a positive"),
         ("negative_size", "--size-per-record must be a positive"),
         ("bad_size", "not a byte count"),
@@ -173,12 +174,16 @@ def test_bad_input_one_line_error(tmp_path, capsys, case, message):
         write(ds / "b" / "bad.jpg", b"")
     elif case == "not_a_dir":
         write(ds, b"file")
+    elif case == "all_too_big":
+        make_dataset(ds, classes=2, per_class=1)
+        size = "1000 --max-pixels 10"
     else:
         make_dataset(ds, classes=1, per_class=1)
         size = {"zero_size": "0", "negative_size": "-5", "bad_size": "lots"}[case]
     status = C.main(
-        ["--dataset-path", str(ds), "--output-path", str(out), "--size-per-record", size, "--quiet"]
-    )
+        ["--dataset-path", str(ds), "--output-path", str(out), "--size-per-record", *size.split(),
+         "--quiet"]
+    )  # fmt: skip
     captured = capsys.readouterr()
     assert status == 2
     lines = captured.err.strip().splitlines()
