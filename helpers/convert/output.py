@@ -142,7 +142,7 @@ def prepare_output(
         if fingerprint != plan.fingerprint:
             raise ConvertError(
                 f"output folder {display_name(output)!r} holds an interrupted conversion of "
-                "other input files or settings (its plan fingerprint differs); rerun with the "
+                f"other input files or settings ({journal.difference(plan)}); rerun with the "
                 "same files and options to resume it, or pass --overwrite to start again"
             )
         kept = journal.keep_completed(plan)

@@ -46,6 +46,19 @@ def _stat(path: str) -> tuple[int, int] | None:
     return st.st_size, st.st_mtime_ns
 
 
+def _inputs(plan: Plan) -> dict[str, int]:
+    """What the plan converts, in numbers a person can compare."""
+    files = plan.scan.files
+    return {"classes": len(plan.scan.classes), "images": len(files), "bytes": sum(files.sizes)}
+
+
+def _describe(inputs: dict[str, int]) -> str:
+    return (
+        f"{inputs.get('images')} images, {inputs.get('bytes')} bytes in "
+        f"{inputs.get('classes')} classes"
+    )
+
+
 class Journal:
     """The journal file of one output folder."""
 
@@ -129,11 +142,38 @@ class Journal:
         head = {
             "plan_fingerprint": plan.fingerprint,
             "listing_fingerprint": plan.scan.listing_fingerprint,
+            "settings": plan.settings.as_dict(),  # to say what changed when a rerun differs
+            "inputs": _inputs(plan),
             "probe_outcomes": plan.scan.probe_outcomes,
         }
         lines = [json.dumps(head)]
         lines += [json.dumps(asdict(kept[i])) for i in sorted(kept)]
         atomic_write(self.path, "\n".join(lines) + "\n")
+
+    def difference(self, plan: Plan) -> str:
+        """Why this journal's run is not ``plan``'s, for the refusal message."""
+        head = self.header()
+        if not head.get("plan_fingerprint"):
+            return f"its journal {JOURNAL_NAME} is unreadable"
+        was = head.get("settings")
+        if was is None:  # a journal from before settings were recorded
+            return "its plan fingerprint differs"
+        changed = [
+            f"--{key.replace('_', '-')} was {was.get(key)!r}, now {value!r}"
+            for key, value in plan.settings.as_dict().items()
+            if was.get(key) != value
+        ]
+        if changed:
+            return "other settings: " + "; ".join(changed)
+        before, now = head.get("inputs", {}), _inputs(plan)
+        if before != now:
+            return f"other input files: {_describe(before)} then, {_describe(now)} now"
+        if head.get("listing_fingerprint") != plan.scan.listing_fingerprint:
+            return (
+                "other input files: as many images and bytes, but a file's size or "
+                "modification time differs (touched, re-saved or replaced?)"
+            )
+        return "its plan fingerprint differs (written by another version of the converter?)"
 
     def append(self, result: ShardResult) -> None:
         """Record a completed shard (one fsync'd line)."""

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 from convert_common import PY, ROOT, cli, files_of, make_dataset, run, write
 
+from helpers import convert as C
 from helpers import records as R
+from helpers.convert.resume import Journal
 
 SLOW = Path(__file__).with_name("slow_convert.py")
 
@@ -68,7 +70,7 @@ def test_sigkill_then_rerun_resumes_and_sigint_keeps_completed_shards(tmp_path):
     proc.wait(timeout=30)
     write(ds / "class_0" / "img_000.jpg", (ds / "class_1" / "img_000.jpg").read_bytes())
     refused = cli(*args, "--output-path", str(out))
-    assert refused.returncode == 2 and "plan fingerprint differs" in refused.stderr
+    assert refused.returncode == 2 and "(other input files: 300 images, " in refused.stderr
     redone = cli(*args, "--output-path", str(out), "--overwrite")
     assert redone.returncode == 0, redone.stderr
     assert all(r.ok for r in R.verify_paths([str(out)]))
@@ -143,3 +145,31 @@ def test_workers_exit_when_the_converter_is_killed(tmp_path):
     assert not survivors, "worker processes outlived the killed converter"
     proc.stdout.close()  # nothing else holds the pipe open any more: this does not hang
     proc.stderr.close()
+
+
+def test_a_refused_rerun_says_what_changed(tmp_path):
+    ds = make_dataset(tmp_path / "ds", classes=2, per_class=4)
+    out = tmp_path / "out"
+    out.mkdir()
+    journal = Journal(str(out))
+    before = C.plan(C.scan(ds), C.Settings(size_per_record=3000))
+    journal.start(before, {})
+
+    def why(settings: C.Settings) -> str:
+        return journal.difference(C.plan(C.scan(ds), settings))
+
+    assert why(C.Settings(size_per_record=3000)) == (
+        "its plan fingerprint differs (written by another version of the converter?)"
+    )  # nothing changed: the same plan is not refused by the converter in the first place
+    assert why(C.Settings(size_per_record=4000, seed=1)) == (
+        "other settings: --size-per-record was 3000, now 4000; --seed was 0, now 1"
+    )
+    write(ds / "class_0" / "extra.jpg", (ds / "class_1" / "img_000.jpg").read_bytes())
+    assert why(C.Settings(size_per_record=3000)).startswith("other input files: 8 images, ")
+    os.unlink(ds / "class_0" / "extra.jpg")
+    os.utime(ds / "class_0" / "img_000.jpg", ns=(1, 1))  # touched: same bytes, new mtime
+    assert "modification time differs" in why(C.Settings(size_per_record=3000))
+    Path(journal.path).write_text("not json\n")
+    assert (
+        why(C.Settings(size_per_record=3000)) == "its journal .convert-journal.jsonl is unreadable"
+    )
