@@ -190,6 +190,15 @@ def _index(args: argparse.Namespace) -> int:
 
     status = 0
     for shard in args.shards:
+        if os.path.isdir(shard):
+            print(f"error: {shard}: a folder; name its shard files ({shard}/*.tfrecord)",
+                  file=sys.stderr)  # fmt: skip
+            status = 1
+            continue
+        if not os.path.exists(shard):
+            print(f"error: {shard}: no such file; check the path", file=sys.stderr)
+            status = 1
+            continue
         try:
             target = write_index(shard)
         except (OSError, ValueError) as err:  # RecordError is a ValueError

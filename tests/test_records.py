@@ -425,6 +425,15 @@ def test_index_checked_and_rebuilt_by_the_cli(shards):
     assert verify_cli(shards).returncode == 0
 
 
+def test_index_cli_names_a_folder_or_a_missing_file_with_what_to_do(shards, capsys):
+    assert R.main(["index", str(shards), str(shards / "nope.tfrecord")]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        f"error: {shards}: a folder; name its shard files ({shards}/*.tfrecord)",
+        f"error: {shards / 'nope.tfrecord'}: no such file; check the path",
+    ]
+
+
 def test_count_answers_from_the_manifest(shards):
     proc = subprocess.run(
         [sys.executable, "-m", "helpers.records", "count", str(shards), "--per-shard"],

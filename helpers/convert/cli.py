@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import functools
+import os
 import signal
 import sys
 from typing import Any
@@ -191,11 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1 if isinstance(err.__cause__, OSError) else 2
     except KeyboardInterrupt:
-        print(
-            f"interrupted: temporary files removed; completed shards in {args.output_path} "
-            "are kept, rerun the same command to resume",
-            file=sys.stderr,
-        )
+        print(_interrupted(args.output_path), file=sys.stderr)
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -203,6 +200,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {len(manifest['skipped'])} file(s) skipped (--strict)", file=sys.stderr)
         return 1
     return 0
+
+
+def _interrupted(output: str) -> str:
+    """The one line after Ctrl-C / SIGTERM: whether anything was kept to resume from."""
+    from helpers.convert.resume import JOURNAL_NAME
+
+    if os.path.exists(os.path.join(output, JOURNAL_NAME)):
+        return (
+            f"interrupted: temporary files removed; completed shards in {output} are kept, "
+            "rerun the same command to resume"
+        )
+    return f"interrupted before any shard was complete: nothing was kept in {output}"
 
 
 def _misspelt_options(parser: argparse.ArgumentParser, extra: list[str]) -> list[tuple[str, str]]:

@@ -58,3 +58,14 @@ def test_parse_size_and_shard_name():
         C.parse_size("fast")
     assert C.shard_name("train", 3, 12) == "train-00003-of-00012.tfrecord"
     assert C.shard_name("val", 5, 123456) == "val-000005-of-123456.tfrecord"
+
+
+def test_the_interrupt_line_says_whether_anything_was_kept(tmp_path):
+    from helpers.convert.cli import _interrupted
+
+    assert _interrupted(str(tmp_path)) == (
+        f"interrupted before any shard was complete: nothing was kept in {tmp_path}"
+    )
+    (tmp_path / ".convert-journal.jsonl").write_text("{}\n")
+    assert "completed shards in" in _interrupted(str(tmp_path))
+    assert "rerun the same command to resume" in _interrupted(str(tmp_path))
