@@ -18,7 +18,7 @@ from helpers.bench.growth import bench_beam, bench_manifest_size, bench_resume, 
 from helpers.bench.machine import loadavg, machine_info
 from helpers.bench.notes import build_notes
 from helpers.bench.probes import memory_probe, train_probe
-from helpers.bench.report import plot_results, render_markdown
+from helpers.bench.report import figure_notes, plot_results, render_markdown
 from helpers.bench.results import Figure, format_table, jsonable, write_results
 from helpers.bench.run import Bench, Config
 from helpers.bench.settings import (
@@ -235,7 +235,7 @@ def _write_and_print(
     print()
     print(format_table(figures))
     print()
-    for note in results["notes"]:
+    for note in figure_notes(figures) + results["notes"]:
         print(f"- {note}")
     if args.update_docs:
         os.makedirs(args.docs_dir, exist_ok=True)

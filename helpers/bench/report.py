@@ -195,10 +195,23 @@ def render_markdown(results: dict[str, Any], chart: str = "docs/bench.png") -> s
                 f"{fmt_rate(rd.get('images_per_s') or float('nan'), rd.get('mb_per_s'))} |"
             )
         lines.append("")
-    notes = results.get("notes") or []
+    notes = figure_notes(figures) + list(results.get("notes") or [])
     if notes:
         lines += ["Notes:", ""] + [f"- {n}" for n in notes] + [""]
     return "\n".join(lines)
+
+
+def figure_notes(figures: list[Figure]) -> list[str]:
+    """Each figure's own note (what its table row cannot say), with its per-repeat ratios."""
+    notes = []
+    for figure in figures:
+        if not figure.note:
+            continue
+        repeats = ""
+        if len(figure.samples or []) > 1 and figure.target.endswith("x"):  # ratios, not shares
+            repeats = "; per repeat: " + ", ".join(f"{v:.2f}x" for v in figure.samples)
+        notes.append(f"{figure.figure}: {figure.note}{repeats}")
+    return notes
 
 
 # ---------------------------------------------------------------------------

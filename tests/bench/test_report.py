@@ -19,7 +19,8 @@ def _figures():
     manifest = bench.Measurement("manifest", "KB", [374.0])
     inline = bench.Measurement("inline", "KB", [17_935.0])
     return [
-        bench.make_figure("convert_steady_warm", "converter | steady", "copy", a, b),
+        bench.make_figure("convert_steady_warm", "converter | steady", "copy", a, b,
+                          "warm page cache"),
         bench.make_figure("pipeline_memory", "memory", "reference", mem, ref),
         bench.make_figure("input_wait_share", "input wait", "--", share, None, value=0.01),
         bench.make_figure("pipeline_vs_ceiling", "not measured", "ceiling", None, None),
@@ -98,3 +99,6 @@ def test_plot_and_markdown_from_results(tmp_path):
     assert "| figure | baseline (same run) |" in md
     assert "| 2 | 180 img/s (18 MB/s) | 200 img/s" in md
     assert "- a note" in md
+    # a figure's own note, with its per-repeat ratios (1000/3000 and 1200/3000)
+    assert "- converter | steady: warm page cache; per repeat: 0.33x, 0.40x" in md
+    assert "- memory:" not in md  # no note, no line
