@@ -151,6 +151,8 @@ class RecordSource:
 
     def _payload(self, shard: int, local: int, offset: int, framed: bytes) -> bytes:
         path = self.paths[shard]
+        if offset == 0 and is_lfs_pointer(framed[: len(LFS_POINTER_PREFIX)]):
+            raise RecordError(path, local, offset, LFS_POINTER_SHARD)
         if len(framed) < 16:
             raise RecordError(path, local, offset, "truncated record (the file ends inside it)")
         length, length_crc = _HEADER.unpack_from(framed)

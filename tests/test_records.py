@@ -406,6 +406,10 @@ def test_git_lfs_pointer_named_in_place_of_a_shard(shards):
     report = R.verify(victim)
     assert not report.ok and "git-LFS pointer file" in report.errors[0]
     assert "git lfs pull" in verify_cli(shards).stdout
+    source = R.RecordSource(shards)  # random access names it too, not "truncated record"
+    with pytest.raises(R.RecordError, match="git-LFS pointer file"):
+        source[0]
+    assert source[N] == payload(0)  # the other shard is unaffected
 
 
 def test_index_checked_and_rebuilt_by_the_cli(shards):
