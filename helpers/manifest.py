@@ -39,6 +39,8 @@ __all__ = [
 ]
 
 MANIFEST_NAME = "manifest.json"
+#: the totals manifest.json stores and :class:`Manifest` derives from its classes and shards
+TOTALS = ("num_classes", "num_records", "num_shards", "total_bytes")
 #: 3: per-shard class counts in the class_counts.json sidecar (named, with its sha256).
 #: 2: per-shard facts only, with an offset index per shard (no per-record digests).
 #: 1: one sha256 per record in the manifest, no index (still readable, see read_manifest).
@@ -128,6 +130,9 @@ class Manifest(_JsonView):
     class_counts_sha256: str | None = None
     #: version 3 read from disk: the dataset-wide class counts as stored
     stored_class_counts: dict[str, int] | None = None
+    #: read from disk: ``num_classes``, ``num_records``, ``num_shards``, ``total_bytes`` as
+    #: stored (the properties derive them; ``verify`` checks that the two agree)
+    stored_totals: dict[str, Any] = field(default_factory=dict, repr=False)
     #: version 3: the per-shard counts in memory (given, or read on first use)
     shard_counts: ShardClassCounts | None = field(default=None, repr=False)
     #: the folder the manifest was read from (where its sidecar is)
@@ -296,6 +301,7 @@ class Manifest(_JsonView):
             class_counts_file=sidecar.get("file", CLASS_COUNTS_NAME),
             class_counts_sha256=sidecar.get("sha256"),
             stored_class_counts=dict(data["class_counts"]) if version >= _SIDECAR_VERSION else None,
+            stored_totals={k: data[k] for k in TOTALS if k in data},
             location=location,
         )
 

@@ -9,7 +9,6 @@ per-shard class counts of format version 3) is named with what to do.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -230,16 +229,12 @@ def _check_totals_and_labels(manifest: Manifest, path: Path) -> list[ShardReport
     """The totals stored in manifest.json against its shard list, and labels.txt against
     its classes (neither has a digest of its own)."""
     errors = []
-    try:
-        stored = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        return [ShardReport(str(path), errors=[f"{path}: cannot read: {err}"], kind="manifest")]
-    derived = manifest.to_dict()
-    for key in ("num_classes", "num_records", "num_shards", "total_bytes"):
-        if key in stored and stored[key] != derived[key]:
+    for key, stored in manifest.stored_totals.items():
+        derived = getattr(manifest, key)
+        if stored != derived:
             errors.append(
-                f"{path}: {key} is {stored[key]!r} but its classes and shards add up to "
-                f"{derived[key]!r} (edited by hand?); rerun the converter with --overwrite"
+                f"{path}: {key} is {stored!r} but its classes and shards add up to "
+                f"{derived!r} (edited by hand?); rerun the converter with --overwrite"
             )
     reports = []
     if errors:

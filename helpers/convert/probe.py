@@ -194,10 +194,14 @@ _PNG_NAMES = {0: "gray", 2: "RGB", 3: "palette", 4: "gray+alpha", 6: "RGBA"}
 _JPEG_MODES = {1: "L", 3: "RGB", 4: "CMYK"}
 
 
+#: the words of a skip reason for an image over the pixel limit
+TOO_MANY_PIXELS = "exceeds --max-pixels"
+
+
 def _too_big(width: int, height: int, max_pixels: int) -> None:
     if width * height > max_pixels:
         raise Skip(
-            f"{width}x{height} = {width * height} pixels exceeds --max-pixels {max_pixels} "
+            f"{width}x{height} = {width * height} pixels {TOO_MANY_PIXELS} {max_pixels} "
             "(refused from the header, nothing decoded)"
         )
 

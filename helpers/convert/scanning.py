@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from helpers.convert.pool import Runner
-from helpers.convert.probe import IMAGE_EXTENSIONS, Ignore, Skip, probe
+from helpers.convert.probe import IMAGE_EXTENSIONS, TOO_MANY_PIXELS, Ignore, Skip, probe
 from helpers.convert.settings import (
     DEFAULT_MAX_PIXELS,
     ConvertError,
@@ -205,7 +205,7 @@ def probe_batch(entries: Iterable[FileRecord], max_pixels: int) -> list[tuple[st
 
 def _no_images_hint(skipped: list[dict[str, str]], max_pixels: int) -> str:
     """What to do when nothing is usable, from the reasons the files were skipped for."""
-    too_big = [s for s in skipped if "exceeds --max-pixels" in s["reason"]]
+    too_big = [s for s in skipped if TOO_MANY_PIXELS in s["reason"]]
     if too_big and 2 * len(too_big) >= len(skipped):
         return (
             f"{len(too_big)} of them exceed --max-pixels {max_pixels}: raise it if the images "
